@@ -1,0 +1,214 @@
+"""bench.py: time fused_dwsep's ModelNew against PyTorch eager and torch.compile.
+
+    python bench.py                       # headline shape, TF32 on (PyTorch's default)
+    python bench.py --no-tf32             # same, cudnn.allow_tf32 = False (exact fp32)
+    python bench.py --B 8 --C 128 --E 256 --L 1000 --K 5
+    python bench.py --suite --json results/h200.json
+
+Every row is checked in the same run: ModelNew's output must pass
+torch.allclose(atol=1e-4, rtol=1e-4) against the eager reference under the
+same flag, or the row is marked WRONG, reports no speedup, and the script
+exits 1. Times are CUDA-event medians (p20/p80 in the JSON) after warm-up,
+with L2 flushed before every timed call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import random
+import statistics
+import sys
+
+import torch
+
+from fused_dwsep import ModelNew, kernel_path
+from reference_model import Model
+
+ATOL = RTOL = 1e-4
+HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
+LARGE = [dict(B=64, C=320, E=512, L=8192, K=9), dict(B=64, C=384, E=512, L=16384, K=9)]
+JITTER_DRAWS, JITTER_LOW, JITTER_HIGH = 3, 0.85, 1.15
+TARGET_MS_PER_TIMING = 1500.0  # how long each timed series runs, roughly
+MIN_REPS, MAX_REPS, WARMUP = 10, 200, 5
+
+
+def flops(B, C, E, L, K):
+    """GEMM1 + GEMM2 + depthwise, 2 FLOP per multiply-add."""
+    return 2 * B * L * (2 * C * E + E * K)
+
+
+def time_ms(fn, flush):
+    """Median, p20 and p80 of fn() in ms, CUDA events, L2 flushed before each call."""
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    reps = int(min(MAX_REPS, max(MIN_REPS, TARGET_MS_PER_TIMING / max(start.elapsed_time(end), 1e-3))))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    q = statistics.quantiles(times, n=5)
+    return statistics.median(times), q[0], q[-1]
+
+
+def matmul_ceiling_tflops(flush):
+    """TF32 matmul rate through cuBLAS on this GPU: the ceiling we compare with."""
+    n = 8192
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+        ms, _, _ = time_ms(lambda: torch.mm(a, b), flush)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    return 2 * n**3 / ms / 1e9
+
+
+def bench_row(shape, tf32, flush, ceiling, label):
+    B, C, E, L, K = (shape[k] for k in ("B", "C", "E", "L", "K"))
+    torch.manual_seed(0)
+    ref = Model(C, E, K).cuda()
+    torch.manual_seed(0)
+    new = ModelNew(C, E, K).cuda()
+    x = torch.randn(B, C, L, device="cuda")
+    old = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        with torch.no_grad():
+            expected = ref(x)
+            out = new(x)
+            err = (out - expected).abs().max().item()
+            correct = bool(torch.isfinite(out).all()) and torch.allclose(out, expected, atol=ATOL, rtol=RTOL)
+            del out, expected
+            compiled = torch.compile(ref)
+            compiled(x)  # compile outside the timing
+            t_new = time_ms(lambda: new(x), flush)
+            t_eager = time_ms(lambda: ref(x), flush)
+            t_compile = time_ms(lambda: compiled(x), flush)
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+    tflops = flops(B, C, E, L, K) / t_new[0] / 1e9
+    return {
+        "case": label,
+        "shape": dict(B=B, C=C, E=E, L=L, K=K),
+        "mode": "tf32" if tf32 else "fp32",
+        "kernel": kernel_path(C, E, K),
+        "correct": correct,
+        "max_abs_err": err,
+        "ms": {"fused_dwsep": t_new[0], "eager": t_eager[0], "compile": t_compile[0]},
+        "p20_p80_ms": {"fused_dwsep": t_new[1:], "eager": t_eager[1:], "compile": t_compile[1:]},
+        "speedup_vs_eager": t_eager[0] / t_new[0] if correct else None,
+        "speedup_vs_compile": t_compile[0] / t_new[0] if correct else None,
+        "tflops": tflops if correct else None,
+        "pct_of_ceiling": 100 * tflops / ceiling if correct else None,
+    }
+
+
+def suite_cases(seed):
+    """(label, shape, tf32) for every row of --suite."""
+    cases = [("headline", HEADLINE, True), ("headline", HEADLINE, False)]
+    rng = random.Random(seed)
+    for i in range(JITTER_DRAWS):
+        B = max(1, round(HEADLINE["B"] * rng.uniform(JITTER_LOW, JITTER_HIGH)))
+        L = round(HEADLINE["L"] * rng.uniform(JITTER_LOW, JITTER_HIGH)) | 1  # odd
+        cases.append((f"jitter {i + 1}", dict(HEADLINE, B=B, L=L), True))
+    cases += [("large", shape, True) for shape in LARGE]
+    return cases
+
+
+def print_table(rows, ceiling):
+    head = (
+        f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'kernel':<12} {'fused ms':>9} "
+        f"{'eager ms':>9} {'compile':>9} {'vs eager':>9} {'vs comp':>8} {'TFLOP/s':>8} {'% ceil':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        s = r["shape"]
+        shape = f"{s['B']}x{s['C']}x{s['E']}x{s['L']}, {s['K']}"
+        ms = r["ms"]
+        if r["correct"]:
+            tail = (
+                f"{r['speedup_vs_eager']:>8.2f}x {r['speedup_vs_compile']:>7.2f}x "
+                f"{r['tflops']:>8.1f} {r['pct_of_ceiling']:>6.1f}%"
+            )
+        else:
+            tail = f"  WRONG: max abs err {r['max_abs_err']:.2e}, no speedup reported"
+        print(
+            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {r['kernel']:<12} {ms['fused_dwsep']:>9.3f} "
+            f"{ms['eager']:>9.3f} {ms['compile']:>9.3f} {tail}"
+        )
+    print(f"ceiling: cuBLAS TF32 matmul 8192^3 measured at {ceiling:.0f} TFLOP/s in this run")
+
+
+def cpu_check():
+    torch.manual_seed(0)
+    ref = Model(16, 32, 9)
+    torch.manual_seed(0)
+    new = ModelNew(16, 32, 9)
+    x = torch.randn(2, 16, 100)
+    with torch.no_grad():
+        ok = torch.allclose(new(x), ref(x), atol=ATOL, rtol=RTOL)
+    print(f"CPU path check (2x16x32x100, K=9): {'ok' if ok else 'WRONG'}")
+    return ok
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for k, v in HEADLINE.items():
+        ap.add_argument(f"--{k}", type=int, default=v, help=f"default {v}")
+    ap.add_argument("--no-tf32", action="store_true", help="time with cudnn.allow_tf32 = False")
+    ap.add_argument("--suite", action="store_true", help="headline (both modes), jittered B/L, large shapes")
+    ap.add_argument("--seed", type=int, default=2026, help="seed for the jittered shapes")
+    ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+
+    if not torch.cuda.is_available():
+        print("CUDA is not available: nothing to time. The fused kernel needs an NVIDIA GPU.")
+        return 0 if cpu_check() else 1
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(4 * l2, dtype=torch.int8, device="cuda")
+    ceiling = matmul_ceiling_tflops(flush)
+    if args.suite:
+        cases = suite_cases(args.seed)
+    else:
+        shape = {k: getattr(args, k) for k in HEADLINE}
+        cases = [("custom" if shape != HEADLINE else "headline", shape, not args.no_tf32)]
+
+    rows = []
+    for label, shape, tf32 in cases:
+        rows.append(bench_row(shape, tf32, flush, ceiling, label))
+        print(f"  done: {label} {shape} tf32={tf32}", file=sys.stderr, flush=True)
+        torch.cuda.empty_cache()
+    print_table(rows, ceiling)
+
+    if args.json:
+        report = {
+            "gpu": torch.cuda.get_device_name(0),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "date": datetime.date.today().isoformat(),
+            "matmul_tf32_ceiling_tflops": ceiling,
+            "rows": rows,
+        }
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""fused_dwsep: a 1D inverted-residual block as one fused CUDA kernel.
+
+    y = x + W2 @ gelu(dwconv_K(W1 @ x + b1) + bd) + b2
+
+``ModelNew`` is a drop-in for the reference ``Model`` (same constructor, same
+submodules in the same order, same state_dict). On CUDA float32 tensors its
+forward runs the fused kernel in ``kernels/``, compiled on first import with
+``torch.utils.cpp_extension.load_inline`` and cached; on the CPU it runs the
+same math with PyTorch ops.
+
+Numerics on CUDA follow ``torch.backends.cudnn.allow_tf32`` (read at every
+call), like the reference's cuDNN convolutions: True rounds the GEMM operands
+to TF32 (round-to-nearest) with fp32 accumulation; False is fp32-accurate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["ModelNew", "fused_dwsep", "fused_dwsep_reference", "kernel_path"]
+
+_KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+_HEADER, _CUDA_SOURCE, _CPP_SOURCE = "fused_dwsep.h", "fused_dwsep.cu", "fused_dwsep.cpp"
+# No fast-math: it flushes denormals and would change the exact-GELU numerics.
+_CUDA_FLAGS = ["-O3", "-std=c++17"]
+_CXX_FLAGS = ["-O2", "-std=c++17"]
+# A build lock older than this was left by a killed build; waiting on it would hang.
+_STALE_LOCK_SECONDS = 15 * 60
+
+
+# ----------------------------------------------------------------------------
+# JIT build (once per machine; later imports load the cached library)
+# ----------------------------------------------------------------------------
+
+
+def _arch_flags() -> list[str]:
+    """-gencode for every distinct GPU present (sm_90 on an H200)."""
+    caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+    return [f"-gencode=arch=compute_{ma}{mi},code=sm_{ma}{mi}" for ma, mi in caps]
+
+
+def _build_dir(sources: dict[str, str], flags: list[str]) -> Path:
+    """A cache folder keyed on everything that changes the binary."""
+    key = hashlib.sha256()
+    for name in sorted(sources):
+        key.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+    key.update(repr((flags, torch.__version__, torch.version.cuda, sys.version_info[:2])).encode())
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR", Path.home() / ".cache" / "torch_extensions"))
+    return root / f"fused_dwsep_{key.hexdigest()[:16]}"
+
+
+def _clear_stale_lock(build_dir: Path) -> None:
+    lock = build_dir / "lock"
+    try:
+        if time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS:
+            warnings.warn(f"fused_dwsep: removing a stale build lock left by a killed build: {lock}")
+            lock.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _load_extension():
+    """Compile (or load the cached) extension; None when CUDA is absent."""
+    if not torch.cuda.is_available():
+        return None
+    from torch.utils.cpp_extension import load_inline
+
+    sources = {n: (_KERNEL_DIR / n).read_text() for n in (_HEADER, _CUDA_SOURCE, _CPP_SOURCE)}
+    cuda_flags = _CUDA_FLAGS + _arch_flags()
+    build_dir = _build_dir(sources, cuda_flags + _CXX_FLAGS)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    _clear_stale_lock(build_dir)
+    kwargs = {}
+    if "no_implicit_headers" in inspect.signature(load_inline).parameters:
+        # The .cu includes no torch headers; skipping torch/types.h keeps nvcc fast.
+        kwargs["no_implicit_headers"] = True
+    try:
+        return load_inline(
+            name=build_dir.name,
+            cpp_sources=[sources[_CPP_SOURCE]],
+            cuda_sources=[sources[_CUDA_SOURCE]],
+            extra_cflags=_CXX_FLAGS,
+            extra_cuda_cflags=cuda_flags,
+            extra_include_paths=[str(_KERNEL_DIR)],
+            build_directory=str(build_dir),
+            verbose=False,
+            **kwargs,
+        )
+    except Exception as exc:  # surface the compiler's own message
+        raise RuntimeError(
+            f"fused_dwsep: building the CUDA kernel failed (build folder {build_dir}):\n{exc}"
+        ) from exc
+
+
+_ext = _load_extension()
+
+
+# ----------------------------------------------------------------------------
+# Reference math (CPU path, and what the tests compare against)
+# ----------------------------------------------------------------------------
+
+
+def fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2):
+    """The block with PyTorch ops, exactly as the reference Model computes it."""
+    h = F.conv1d(x, w1, b1)
+    h = F.conv1d(h, wd, bd, padding=wd.shape[-1] // 2, groups=wd.shape[0])
+    h = F.gelu(h)
+    return F.conv1d(h, w2, b2) + x
+
+
+# ----------------------------------------------------------------------------
+# Functional entry point
+# ----------------------------------------------------------------------------
+
+
+def _check_inputs(x, w1, b1, wd, bd, w2, b2) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"fused_dwsep: x must be a torch.Tensor, got {type(x).__name__}")
+    if w1.dim() != 3 or w1.shape[2] != 1:
+        raise ValueError(f"fused_dwsep: w1 must be [E, C, 1], got {list(w1.shape)}")
+    E, C = w1.shape[0], w1.shape[1]
+    if wd.dim() != 3 or wd.shape[0] != E or wd.shape[1] != 1:
+        raise ValueError(f"fused_dwsep: wd must be [E, 1, K] with E == {E}, got {list(wd.shape)}")
+    K = wd.shape[2]
+    expected = {"b1": (b1, [E]), "bd": (bd, [E]), "w2": (w2, [C, E, 1]), "b2": (b2, [C])}
+    for name, (t, shape) in expected.items():
+        if list(t.shape) != shape:
+            raise ValueError(f"fused_dwsep: {name} must be {shape}, got {list(t.shape)}")
+    if K % 2 == 0:
+        raise ValueError(f"fused_dwsep: kernel_size must be odd ('same' padding), got {K}")
+    if x.dim() != 3 or x.shape[1] != C:
+        raise ValueError(f"fused_dwsep: x must be [B, C, L] with C == {C}, got {list(x.shape)}")
+    if x.shape[2] < 1:
+        raise ValueError(f"fused_dwsep: x must have L >= 1 positions, got {list(x.shape)}")
+    for name, t in (("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)):
+        if t.dtype != x.dtype:
+            raise TypeError(f"fused_dwsep: x has dtype {x.dtype} but {name} has dtype {t.dtype}")
+        if t.device != x.device:
+            raise ValueError(f"fused_dwsep: x is on {x.device} but {name} is on {t.device}")
+
+
+def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
+    if _ext is None:  # pragma: no cover - CUDA tensors exist only where CUDA does
+        raise RuntimeError("fused_dwsep: the CUDA kernel was not built in this process")
+    if x.dtype != torch.float32:
+        raise TypeError(f"fused_dwsep: the CUDA kernel supports float32 only, got {x.dtype}")
+    E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
+    return _ext.forward(
+        x,
+        w1.reshape(E, C),
+        b1,
+        wd.reshape(E, K),
+        bd,
+        w2.reshape(C, E),
+        b2,
+        torch.backends.cudnn.allow_tf32,
+    )
+
+
+class _FusedDwsepFunction(torch.autograd.Function):
+    """Fused forward; the backward recomputes the block with PyTorch ops from
+    the saved inputs (no 512-channel activations are kept)."""
+
+    @staticmethod
+    def forward(ctx, x, w1, b1, wd, bd, w2, b2):
+        ctx.save_for_backward(x, w1, b1, wd, bd, w2, b2)
+        return _cuda_forward(x, w1, b1, wd, bd, w2, b2)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        inputs = [t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]
+        with torch.enable_grad():
+            y = fused_dwsep_reference(*inputs)
+        wanted = [t for t in inputs if t.requires_grad]
+        grads = iter(torch.autograd.grad(y, wanted, grad_y))
+        return tuple(next(grads) if t.requires_grad else None for t in inputs)
+
+
+def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
+    """The fused block, functional form.
+
+    Shapes (as the Conv1d modules store them):
+        x  [B, C, L]     input, any strides
+        w1 [E, C, 1]     pointwise expand weight;  b1 [E]
+        wd [E, 1, K]     depthwise weight, K odd;  bd [E]
+        w2 [C, E, 1]     project-back weight;      b2 [C]
+    Returns a new [B, C, L] tensor; x is not modified. CUDA float32 tensors run
+    the fused kernel; CPU tensors run the reference math.
+    """
+    _check_inputs(x, w1, b1, wd, bd, w2, b2)
+    if not x.is_cuda:
+        return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
+    params = (x, w1, b1, wd, bd, w2, b2)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in params):
+        return _FusedDwsepFunction.apply(*params)
+    return _cuda_forward(*params)
+
+
+def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
+    """Which CUDA kernel serves this shape on the current device:
+    'tensor_core', 'general' or 'unsupported' (K too large); 'cpu' without CUDA."""
+    if _ext is None:
+        return "cpu"
+    return _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)
+
+
+# ----------------------------------------------------------------------------
+# Module
+# ----------------------------------------------------------------------------
+
+
+class ModelNew(nn.Module):
+    """Drop-in for the reference Model: pointwise expand -> depthwise conv
+    ("same" padding) -> exact GELU -> pointwise project back -> + x."""
+
+    def __init__(self, channels: int, expanded_channels: int, kernel_size: int):
+        for name, value in (
+            ("channels", channels),
+            ("expanded_channels", expanded_channels),
+            ("kernel_size", kernel_size),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"fused_dwsep: {name} must be an integer >= 1, got {value!r}")
+        if kernel_size % 2 == 0:
+            raise ValueError(
+                f"fused_dwsep: kernel_size must be odd ('same' padding keeps the length only "
+                f"for odd sizes), got {kernel_size}"
+            )
+        super().__init__()
+        # Same submodules in the same order as the reference: a seeded
+        # construction draws identical parameters and state_dicts match.
+        self.pointwise = nn.Conv1d(channels, expanded_channels, 1)
+        self.depthwise = nn.Conv1d(
+            expanded_channels,
+            expanded_channels,
+            kernel_size,
+            padding=kernel_size // 2,
+            groups=expanded_channels,
+        )
+        self.activation = nn.GELU()
+        self.project_back = nn.Conv1d(expanded_channels, channels, 1)
+        self.channels, self.expanded_channels, self.kernel_size = channels, expanded_channels, kernel_size
+
+    def extra_repr(self) -> str:
+        return (
+            f"channels={self.channels}, expanded_channels={self.expanded_channels}, "
+            f"kernel_size={self.kernel_size}, fused CUDA forward"
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return fused_dwsep(
+            x,
+            self.pointwise.weight,
+            self.pointwise.bias,
+            self.depthwise.weight,
+            self.depthwise.bias,
+            self.project_back.weight,
+            self.project_back.bias,
+        )

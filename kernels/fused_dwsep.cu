@@ -1,0 +1,594 @@
+// fused_dwsep.cu: one fused CUDA kernel for a 1D inverted-residual block.
+//
+//   h1 = W1 x + b1                 W1 [E, C]   pointwise expand
+//   h2 = dwconv_K(h1) + bd         wd [E, K]   depthwise, zero padding K//2 on h1
+//   h3 = gelu(h2)                              exact (erf) GELU
+//   y  = W2 h3 + b2 + x            W2 [C, E]   pointwise project back + residual
+//
+// x and y are [B, C, L] contiguous fp32. The intermediates h1..h3 never leave
+// the chip: each CTA owns one batch row and a tile of positions, walks E in
+// chunks, and keeps the C x T output accumulator in registers.
+//
+// Two kernels, one gate (select_path):
+// * tensor-core kernel (C <= 256, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
+//   Per CTA: T = 128 positions. The x tile with a 4-column halo each side
+//   (136 columns) is staged once in shared memory. For each chunk of 64
+//   expanded channels: GEMM1 [64 x C] x [C x 136] -> h1 (shared, + b1, and
+//   forced to 0 at positions outside [0, L) so padding contributes 0, not b1);
+//   depthwise + bd + GELU -> h3 [64 x 128] (shared); GEMM2 [C x 64] x
+//   [64 x 128] accumulates into registers. The epilogue adds b2 and x and
+//   writes y once. Weights are packed per call into mma A-fragment order
+//   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
+// * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
+//   CUDA cores with FFMA, for shapes the tensor-core tiling does not cover.
+//
+// Numerics (Params::tf32): true rounds both operands of both GEMMs to TF32
+// with round-to-nearest (cvt.rna) and accumulates in fp32, matching cuDNN
+// under allow_tf32; false is fp32-accurate: 3xTF32 on the tensor cores
+// (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al), plain FFMA in the general
+// kernel. The depthwise and GELU always run in fp32.
+//
+// Build: nvcc -arch=sm_90 -O3 -c fused_dwsep.cu (no torch headers needed).
+
+#include "fused_dwsep.h"
+
+#include <cstdint>
+
+namespace fused_dwsep {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+constexpr int kWarpSize = 32;
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// fp32 -> TF32 with round-to-nearest (ties away), returned as fp32 bits with
+// the low 13 mantissa bits cleared. Passing raw fp32 bits to a TF32 mma would
+// truncate instead, which drifts from cuDNN (DESIGN.md section 3).
+__device__ __forceinline__ uint32_t tf32_bits(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ float tf32_round(float v) { return __uint_as_float(tf32_bits(v)); }
+
+__device__ __forceinline__ float gelu_exact(float v) {
+  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+}
+
+// D += A * B for one m16n8k8 TF32 tile. Fragment ownership (g = lane / 4,
+// q = lane % 4): A a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4);
+// B b0 (k = q, n = g), b1 (k = q + 4, n = g); D d0,d1 (g, 2q..2q+1),
+// d2,d3 (g + 8, 2q..2q+1).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ void to_bits(uint32_t (&a)[4], const float4& v) {
+  a[0] = __float_as_uint(v.x);
+  a[1] = __float_as_uint(v.y);
+  a[2] = __float_as_uint(v.z);
+  a[3] = __float_as_uint(v.w);
+}
+
+// A B-fragment element as the mma takes it. kSplit: raw fp32 split into a
+// TF32 high part and a TF32 remainder; otherwise already TF32-rounded.
+template <bool kSplit>
+struct BElem {
+  uint32_t hi, lo;
+  __device__ __forceinline__ explicit BElem(float v) {
+    if constexpr (kSplit) {
+      hi = tf32_bits(v);
+      lo = tf32_bits(v - __uint_as_float(hi));
+    } else {
+      hi = __float_as_uint(v);
+      lo = 0;
+    }
+  }
+};
+
+// acc += a * b on TF32 tensor cores. kSplit: three products give fp32
+// accuracy (the small terms first); otherwise one TF32 product.
+template <bool kSplit>
+__device__ __forceinline__ void mma_step(float (&acc)[4], const uint32_t (&a_hi)[4],
+                                         const uint32_t (&a_lo)[4], const BElem<kSplit>& b0,
+                                         const BElem<kSplit>& b1) {
+  if constexpr (kSplit) {
+    mma_tf32(acc, a_lo, b0.hi, b1.hi);
+    mma_tf32(acc, a_hi, b0.lo, b1.lo);
+  }
+  mma_tf32(acc, a_hi, b0.hi, b1.hi);
+}
+
+// ---------------------------------------------------------------------------
+// Tensor-core kernel: tile constants
+// ---------------------------------------------------------------------------
+
+namespace tc {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 8;
+
+constexpr int kTileT = 128;                    // output positions per CTA
+constexpr int kMaxHalf = 4;                    // largest K / 2 served (K <= 9)
+constexpr int kMaxK = 2 * kMaxHalf + 1;
+constexpr int kNX = kTileT + 2 * kMaxHalf;     // h1 columns: tile plus halo
+constexpr int kCMax = 256;                     // largest C served
+constexpr int kEChunk = 64;                    // expanded channels per chunk
+
+// Shared-memory row strides (floats). B fragments read rows k = q and q + 4 at
+// column n = g: a stride that is 8 (mod 32) puts the 32 lanes on 32 banks.
+constexpr int kXStride = kNX;
+constexpr int kH1Stride = kNX;
+constexpr int kH3Stride = kTileT + 8;
+static_assert(kXStride % 32 == 8 && kH1Stride % 32 == 8 && kH3Stride % 32 == 8,
+              "B-fragment rows must be 8 (mod 32) floats apart to avoid bank conflicts");
+static_assert(kNX % kMmaN == 0 && kTileT % kMmaN == 0, "tiles are whole n8 columns");
+
+// GEMM1 (h1 = W1 x): 4 warps along M (one m16 tile each of the 64-row chunk)
+// x 2 warps along N (the 17 n8 column tiles split 9 + 8).
+constexpr int kG1WarpsM = kEChunk / kMmaM;
+constexpr int kG1WarpsN = kWarps / kG1WarpsM;
+constexpr int kG1NTiles = kNX / kMmaN;
+constexpr int kG1NTilesPerWarp = (kG1NTiles + kG1WarpsN - 1) / kG1WarpsN;
+static_assert(kG1WarpsM * kG1WarpsN == kWarps, "GEMM1 warp grid covers the CTA");
+
+// GEMM2 (acc += W2 h3): each warp owns 32 output channels (two m16 tiles) over
+// all 128 positions (16 n8 tiles): 2 * 16 * 4 = 128 accumulator registers.
+constexpr int kG2RowsPerWarp = kCMax / kWarps;
+constexpr int kG2MTiles = kG2RowsPerWarp / kMmaM;
+constexpr int kG2NTiles = kTileT / kMmaN;
+constexpr int kG2KSteps = kEChunk / kMmaK;
+static_assert(kG2MTiles * kMmaM * kWarps == kCMax, "GEMM2 warps cover kCMax rows");
+
+// Depthwise: each warp produces 8 rows of h3; each lane 4 positions per row.
+constexpr int kDwRowsPerWarp = kEChunk / kWarps;
+constexpr int kDwColsPerLane = kTileT / kWarpSize;
+
+constexpr int kSmemFloats = kCMax * kXStride + kEChunk * kH1Stride + kEChunk * kH3Stride;
+constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
+
+// Packed weights: A fragments in [tile][k-step][lane] float4 order.
+//   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
+//   W2p: tiles of 16 output channels (C padded to kG2RowsPerWarp), k-steps over E.
+// With kSplit a second copy holds the low TF32 parts.
+struct PackedLayout {
+  int64_t C8, E64, C32;
+  int64_t w1_floats, w2_floats;  // one copy each
+  bool split;
+  __host__ __device__ PackedLayout(int64_t C, int64_t E, bool tf32)
+      : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), C32(round_up(C, kG2RowsPerWarp)),
+        w1_floats(E64 * C8), w2_floats(C32 * E64), split(!tf32) {}
+  __host__ __device__ int64_t total_floats() const { return (w1_floats + w2_floats) * (split ? 2 : 1); }
+  __host__ __device__ int64_t w1_hi() const { return 0; }
+  __host__ __device__ int64_t w2_hi() const { return w1_floats; }
+  __host__ __device__ int64_t w1_lo() const { return w1_floats + w2_floats; }
+  __host__ __device__ int64_t w2_lo() const { return 2 * w1_floats + w2_floats; }
+};
+
+// ---------------------------------------------------------------------------
+// Tensor-core kernel: weight packing
+// ---------------------------------------------------------------------------
+
+// Element r of lane's A fragment for the m16k8 tile at (row0, col0) of a
+// [rows, cols] row-major matrix, zero outside it.
+__device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64_t cols,
+                                             int64_t row0, int64_t col0, int lane, int r) {
+  const int64_t row = row0 + lane / 4 + (r & 1) * 8;
+  const int64_t col = col0 + lane % 4 + (r >> 1) * 4;
+  return (row < rows && col < cols) ? m[row * cols + col] : 0.0f;
+}
+
+__global__ void pack_weights_kernel(Params p) {
+  const PackedLayout lay(p.C, p.E, p.tf32);
+  float* ws = p.workspace;
+  const int64_t n1 = lay.w1_floats, n2 = lay.w2_floats;
+  const int64_t ks1 = lay.C8 / kMmaK, ks2 = lay.E64 / kMmaK;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n1 + n2;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const bool first = i < n1;
+    const int64_t j = first ? i : i - n1;
+    const int r = j % 4, lane = (j / 4) % kWarpSize;
+    const int64_t frag = j / (4 * kWarpSize);
+    const int64_t ksteps = first ? ks1 : ks2;
+    const int64_t tile = frag / ksteps, ks = frag % ksteps;
+    const float v = first ? a_frag_elem(p.w1, p.E, p.C, tile * kMmaM, ks * kMmaK, lane, r)
+                          : a_frag_elem(p.w2, p.C, p.E, tile * kMmaM, ks * kMmaK, lane, r);
+    const float hi = tf32_round(v);
+    ws[(first ? lay.w1_hi() : lay.w2_hi()) + j] = hi;
+    if (lay.split) ws[(first ? lay.w1_lo() : lay.w2_lo()) + j] = tf32_round(v - hi);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Tensor-core kernel
+// ---------------------------------------------------------------------------
+
+template <bool kSplit>
+__global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
+  extern __shared__ float4 smem_f4[];
+  float* xs = reinterpret_cast<float*>(smem_f4);  // [kCMax][kXStride]
+  float* h1s = xs + kCMax * kXStride;             // [kEChunk][kH1Stride]
+  float* h3s = h1s + kEChunk * kH1Stride;         // [kEChunk][kH3Stride]
+
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, q = lane % 4;
+  const int C = static_cast<int>(p.C), E = static_cast<int>(p.E);
+  const int K = static_cast<int>(p.K);
+  const int64_t L = p.L;
+  const int64_t tiles_per_row = ceil_div(L, kTileT);
+  const int64_t b = blockIdx.x / tiles_per_row;
+  const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
+  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+
+  const PackedLayout lay(p.C, p.E, p.tf32);
+  const int c8 = static_cast<int>(lay.C8);
+  const int ks1 = c8 / kMmaK;
+  const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
+  const float4* w1p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi());
+  const float4* w2p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi());
+  const float4* w1p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w1_lo() : 0));
+  const float4* w2p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w2_lo() : 0));
+
+  const float* xb = p.x + b * p.C * L;
+  float* yb = p.y + b * p.C * L;
+
+  // Stage x[b, :, xcol0 : xcol0 + kNX] once; zeros outside [0, L) and for the
+  // rows C..C8 that pad the GEMM1 reduction. TF32 mode stores it rounded; the
+  // split mode keeps raw fp32 and splits at fragment load.
+  for (int i = threadIdx.x; i < c8 * kNX; i += kThreads) {
+    const int c = i / kNX, j = i % kNX;
+    const int64_t pos = xcol0 + j;
+    float v = 0.0f;
+    if (c < C && pos >= 0 && pos < L) v = __ldg(xb + c * L + pos);
+    xs[c * kXStride + j] = kSplit ? v : tf32_round(v);
+  }
+  __syncthreads();
+
+  float acc[kG2MTiles][kG2NTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < kG2MTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kG2NTiles; ++nt)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[mt][nt][r] = 0.0f;
+
+  const int g1m = warp % kG1WarpsM, g1n = warp / kG1WarpsM;
+  const int g1_nt0 = g1n * kG1NTilesPerWarp;
+  const int g1_ntiles = min(kG1NTilesPerWarp, kG1NTiles - g1_nt0);
+  const int g2_row0 = warp * kG2RowsPerWarp;
+  const bool g2_active = g2_row0 < C;  // warps past C have no output rows
+  const int dw_shift = kMaxHalf - K / 2;  // h1 column of tap 0 for output 0
+  const int nchunks = static_cast<int>(lay.E64 / kEChunk);
+
+  for (int ch = 0; ch < nchunks; ++ch) {
+    // ---- GEMM1: h1[64 x 136] = W1[chunk] x xs -----------------------------
+    {
+      float acc1[kG1NTilesPerWarp][4];
+#pragma unroll
+      for (int nt = 0; nt < kG1NTilesPerWarp; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc1[nt][r] = 0.0f;
+
+      const int64_t etile = static_cast<int64_t>(ch) * kG1WarpsM + g1m;
+      const float4* a_hi_ptr = w1p_hi + etile * ks1 * kWarpSize + lane;
+      const float4* a_lo_ptr = w1p_lo + etile * ks1 * kWarpSize + lane;
+      float4 a_hi_next = __ldg(a_hi_ptr), a_lo_next;
+      if constexpr (kSplit) a_lo_next = __ldg(a_lo_ptr);
+      for (int ks = 0; ks < ks1; ++ks) {
+        uint32_t a_hi[4], a_lo[4];
+        to_bits(a_hi, a_hi_next);
+        if constexpr (kSplit) to_bits(a_lo, a_lo_next);
+        if (ks + 1 < ks1) {  // prefetch the next k-step's A fragment
+          a_hi_next = __ldg(a_hi_ptr + (ks + 1) * kWarpSize);
+          if constexpr (kSplit) a_lo_next = __ldg(a_lo_ptr + (ks + 1) * kWarpSize);
+        }
+        const float* b_row0 = xs + (ks * kMmaK + q) * kXStride + g1_nt0 * kMmaN + g;
+        const float* b_row1 = b_row0 + 4 * kXStride;
+#pragma unroll
+        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
+          if (nt < g1_ntiles)
+            mma_step<kSplit>(acc1[nt], a_hi, a_lo, BElem<kSplit>(b_row0[nt * kMmaN]),
+                             BElem<kSplit>(b_row1[nt * kMmaN]));
+        }
+      }
+      // h1 = acc + b1, and exactly 0 where the position is padding.
+      const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
+      const int e_a = ch * kEChunk + row_a, e_b = ch * kEChunk + row_b;
+      const float b1_a = e_a < E ? __ldg(p.b1 + e_a) : 0.0f;
+      const float b1_b = e_b < E ? __ldg(p.b1 + e_b) : 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
+        if (nt < g1_ntiles) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int col = (g1_nt0 + nt) * kMmaN + 2 * q + r;
+            const int64_t pos = xcol0 + col;
+            const bool inside = pos >= 0 && pos < L;
+            h1s[row_a * kH1Stride + col] = inside ? acc1[nt][r] + b1_a : 0.0f;
+            h1s[row_b * kH1Stride + col] = inside ? acc1[nt][2 + r] + b1_b : 0.0f;
+          }
+        }
+      }
+    }
+    __syncthreads();  // h1s complete; every warp is past GEMM2 of the last chunk
+
+    // ---- depthwise + bd + GELU: h3[64 x 128] -------------------------------
+#pragma unroll 1
+    for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
+      const int row = warp * kDwRowsPerWarp + rr;
+      const int e = ch * kEChunk + row;
+      float taps[kMaxK];
+#pragma unroll
+      for (int k = 0; k < kMaxK; ++k) taps[k] = (e < E && k < K) ? __ldg(p.wd + e * K + k) : 0.0f;
+      const float bias = e < E ? __ldg(p.bd + e) : 0.0f;
+      const float* h1row = h1s + row * kH1Stride + dw_shift;
+#pragma unroll
+      for (int i = 0; i < kDwColsPerLane; ++i) {
+        const int t = lane + i * kWarpSize;
+        float s = bias;
+#pragma unroll
+        for (int k = 0; k < kMaxK; ++k)
+          if (k < K) s = fmaf(taps[k], h1row[t + k], s);
+        const float h3 = gelu_exact(s);
+        h3s[row * kH3Stride + t] = kSplit ? h3 : tf32_round(h3);
+      }
+    }
+    __syncthreads();  // h3s complete
+
+    // ---- GEMM2: acc[C x 128] += W2[:, chunk] x h3 --------------------------
+    if (g2_active) {
+#pragma unroll(kSplit ? 1 : 2)
+      for (int ks = 0; ks < kG2KSteps; ++ks) {
+        uint32_t a_hi[kG2MTiles][4], a_lo[kG2MTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kG2MTiles; ++mt) {
+          const int64_t ctile = warp * kG2MTiles + mt;
+          const int64_t off = (ctile * ks2_total + ch * kG2KSteps + ks) * kWarpSize + lane;
+          to_bits(a_hi[mt], __ldg(w2p_hi + off));
+          if constexpr (kSplit) to_bits(a_lo[mt], __ldg(w2p_lo + off));
+        }
+        const float* b_row0 = h3s + (ks * kMmaK + q) * kH3Stride + g;
+        const float* b_row1 = b_row0 + 4 * kH3Stride;
+#pragma unroll
+        for (int nt = 0; nt < kG2NTiles; ++nt) {
+          const BElem<kSplit> b0(b_row0[nt * kMmaN]), b1(b_row1[nt * kMmaN]);
+#pragma unroll
+          for (int mt = 0; mt < kG2MTiles; ++mt) mma_step<kSplit>(acc[mt][nt], a_hi[mt], a_lo[mt], b0, b1);
+        }
+      }
+    }
+    // No barrier here: the next GEMM1 writes only h1s, which nobody reads
+    // until after the next barrier; h3s is rewritten only after that barrier.
+  }
+
+  // ---- epilogue: y = acc + b2 + x ------------------------------------------
+  if (g2_active) {
+#pragma unroll
+    for (int mt = 0; mt < kG2MTiles; ++mt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int c = g2_row0 + mt * kMmaM + g + half * 8;
+        if (c >= C) continue;
+        const float bias = __ldg(p.b2 + c);
+#pragma unroll
+        for (int nt = 0; nt < kG2NTiles; ++nt) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int64_t t = t0 + nt * kMmaN + 2 * q + r;
+            if (t < L) yb[c * L + t] = acc[mt][nt][half * 2 + r] + bias + __ldg(xb + c * L + t);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tc
+
+// ---------------------------------------------------------------------------
+// General kernel (CUDA cores): any C, E; K bounded by shared memory
+// ---------------------------------------------------------------------------
+
+namespace general {
+
+constexpr int kThreads = 256;
+constexpr int kTileT = 32;    // output positions per CTA (one per lane)
+constexpr int kCBlock = 64;   // output channels per CTA; h3 is recomputed per block
+constexpr int kEChunk = 16;   // expanded channels per step
+constexpr int kCChunk = 32;   // GEMM1 reduction step over C
+constexpr int kAccPerThread = kCBlock * kTileT / kThreads;
+static_assert(kTileT == kWarpSize, "lane == position within the tile");
+static_assert(kAccPerThread * kThreads == kCBlock * kTileT, "accumulators tile the block");
+static_assert(kEChunk * kTileT % kThreads == 0, "depthwise outputs split evenly");
+
+// Shared memory for a given K: x chunk, W1 chunk, h1 and h3.
+__host__ __device__ constexpr int64_t window(int64_t K) { return kTileT + K - 1; }
+__host__ __device__ constexpr int64_t smem_floats(int64_t K) {
+  return kCChunk * window(K) + kEChunk * kCChunk + kEChunk * window(K) + kEChunk * kTileT;
+}
+
+__device__ __forceinline__ float maybe_round(float v, bool tf32) { return tf32 ? tf32_round(v) : v; }
+
+__global__ void __launch_bounds__(kThreads) fused_dwsep_general_kernel(Params p) {
+  extern __shared__ float4 smem_f4[];
+  const int64_t C = p.C, E = p.E, L = p.L, K = p.K;
+  const int nx = static_cast<int>(window(K));
+  float* xs = reinterpret_cast<float*>(smem_f4);  // [kCChunk][nx]
+  float* w1s = xs + kCChunk * nx;                 // [kEChunk][kCChunk]
+  float* h1s = w1s + kEChunk * kCChunk;           // [kEChunk][nx]
+  float* h3s = h1s + kEChunk * nx;                // [kEChunk][kTileT]
+
+  const int64_t t_tiles = ceil_div(L, kTileT), c_blocks = ceil_div(C, kCBlock);
+  const int64_t t0 = (blockIdx.x % t_tiles) * kTileT;
+  const int64_t c0 = ((blockIdx.x / t_tiles) % c_blocks) * kCBlock;
+  const int64_t b = blockIdx.x / (t_tiles * c_blocks);
+  const int64_t pos0 = t0 - K / 2;  // position of window column 0
+  const float* xb = p.x + b * C * L;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const bool tf32 = p.tf32;
+
+  float acc[kAccPerThread];
+#pragma unroll
+  for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
+
+  for (int64_t e0 = 0; e0 < E; e0 += kEChunk) {
+    // GEMM1 into h1s, kCChunk input channels at a time.
+    for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) h1s[i] = 0.0f;
+    for (int64_t cc = 0; cc < C; cc += kCChunk) {
+      __syncthreads();  // previous users of xs / w1s are done
+      for (int i = threadIdx.x; i < kCChunk * nx; i += kThreads) {
+        const int64_t c = cc + i / nx, pos = pos0 + i % nx;
+        xs[i] = (c < C && pos >= 0 && pos < L) ? maybe_round(xb[c * L + pos], tf32) : 0.0f;
+      }
+      for (int i = threadIdx.x; i < kEChunk * kCChunk; i += kThreads) {
+        const int64_t e = e0 + i / kCChunk, c = cc + i % kCChunk;
+        w1s[i] = (e < E && c < C) ? maybe_round(p.w1[e * C + c], tf32) : 0.0f;
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) {
+        const int e = i / nx, j = i % nx;
+        float s = h1s[i];
+        for (int c = 0; c < kCChunk; ++c) s = fmaf(w1s[e * kCChunk + c], xs[c * nx + j], s);
+        h1s[i] = s;
+      }
+    }
+    __syncthreads();
+    // + b1; padding positions are exactly 0 (the conv pads h1, not x).
+    for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) {
+      const int64_t e = e0 + i / nx, pos = pos0 + i % nx;
+      h1s[i] = (e < E && pos >= 0 && pos < L) ? h1s[i] + p.b1[e] : 0.0f;
+    }
+    __syncthreads();
+    // depthwise + bd + GELU into h3s.
+    for (int i = threadIdx.x; i < kEChunk * kTileT; i += kThreads) {
+      const int el = i / kTileT, t = i % kTileT;
+      const int64_t e = e0 + el;
+      float h3 = 0.0f;
+      if (e < E) {
+        float s = p.bd[e];
+        for (int64_t k = 0; k < K; ++k) s = fmaf(p.wd[e * K + k], h1s[el * nx + t + k], s);
+        h3 = gelu_exact(s);
+      }
+      h3s[i] = maybe_round(h3, tf32);
+    }
+    __syncthreads();
+    // GEMM2: acc[c][t] += W2[c, e0 : e0 + kEChunk] . h3[:, t]
+#pragma unroll
+    for (int i = 0; i < kAccPerThread; ++i) {
+      const int64_t c = c0 + warp + i * (kThreads / kWarpSize);
+      if (c < C) {
+        const int steps = static_cast<int>(E - e0 < kEChunk ? E - e0 : kEChunk);
+        for (int el = 0; el < steps; ++el)
+          acc[i] = fmaf(maybe_round(p.w2[c * E + e0 + el], tf32), h3s[el * kTileT + lane], acc[i]);
+      }
+    }
+    __syncthreads();  // h1s / h3s are rewritten next step
+  }
+
+  const int64_t t = t0 + lane;
+  if (t >= L) return;
+#pragma unroll
+  for (int i = 0; i < kAccPerThread; ++i) {
+    const int64_t c = c0 + warp + i * (kThreads / kWarpSize);
+    if (c < C) p.y[(b * C + c) * L + t] = acc[i] + p.b2[c] + xb[c * L + t];
+  }
+}
+
+}  // namespace general
+
+int device_smem_optin(int device) {
+  int bytes = 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+    return 0;
+  return bytes;
+}
+
+int device_major(int device) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
+  return major;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Launcher
+// ---------------------------------------------------------------------------
+
+int64_t max_kernel_size(int device) {
+  const int64_t budget = device_smem_optin(device) / static_cast<int64_t>(sizeof(float));
+  // smem_floats(K) is increasing in K: the largest odd K that fits.
+  const int64_t per_k = general::kCChunk + general::kEChunk;
+  const int64_t fixed = general::smem_floats(1) - per_k;
+  int64_t k = (budget - fixed) / per_k;
+  if (k % 2 == 0) --k;
+  return k < 1 ? 0 : k;
+}
+
+Path select_path(const Params& p, int device) {
+  if (p.K > max_kernel_size(device)) return Path::kUnsupported;
+  const bool tc_shape = p.C <= tc::kCMax && p.K <= tc::kMaxK;
+  const bool tc_device = device_major(device) >= 8 &&
+                         static_cast<size_t>(device_smem_optin(device)) >= tc::kSmemBytes;
+  return tc_shape && tc_device ? Path::kTensorCore : Path::kGeneral;
+}
+
+size_t workspace_floats(const Params& p, int device) {
+  if (select_path(p, device) != Path::kTensorCore) return 0;
+  return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32).total_floats());
+}
+
+cudaError_t launch(const Params& p, cudaStream_t stream) {
+  if (p.B < 1 || p.C < 1 || p.E < 1 || p.L < 1 || p.K < 1 || p.K % 2 == 0 ||
+      p.C > INT32_MAX || p.E > INT32_MAX) {
+    return cudaErrorInvalidValue;
+  }
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const Path path = select_path(p, device);
+  if (path == Path::kUnsupported) return cudaErrorInvalidValue;
+
+  if (path == Path::kTensorCore) {
+    if (p.workspace == nullptr) return cudaErrorInvalidValue;
+    // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
+    constexpr int kPackThreads = 256, kPackBlocks = 512;
+    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    // One CTA per (batch row, 128-position tile); 204 KB of shared memory
+    // means one CTA per SM, so the grid runs in waves.
+    const int64_t blocks = p.B * ceil_div(p.L, tc::kTileT);
+    if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+    auto kernel = p.tf32 ? tc::fused_dwsep_tc_kernel<false> : tc::fused_dwsep_tc_kernel<true>;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(tc::kSmemBytes));
+    if (err != cudaSuccess) return err;
+    kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tc::kSmemBytes, stream>>>(p);
+    return cudaGetLastError();
+  }
+
+  const size_t smem = general::smem_floats(p.K) * sizeof(float);
+  const int64_t blocks =
+      p.B * ceil_div(p.C, general::kCBlock) * ceil_div(p.L, general::kTileT);
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  err = cudaFuncSetAttribute(general::fused_dwsep_general_kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  general::fused_dwsep_general_kernel<<<static_cast<unsigned>(blocks), general::kThreads, smem,
+                                        stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace fused_dwsep

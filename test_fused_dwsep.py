@@ -1,0 +1,389 @@
+"""Tests for fused_dwsep: ModelNew against the reference Model.
+
+CPU tests run everywhere (CI included). CUDA tests are skipped without a GPU;
+each compares the fused kernel with the reference evaluated in the same
+process under the same cudnn.allow_tf32 flag, at atol = rtol = 1e-4 (the
+contract in DESIGN: never looser), on fresh random data, prints its max error
+and refuses an all-zero or non-finite output.
+"""
+
+import contextlib
+
+import pytest
+import torch
+
+from fused_dwsep import ModelNew, fused_dwsep, fused_dwsep_reference, kernel_path
+from reference_model import Model
+
+ATOL = RTOL = 1e-4
+GRAD_ATOL = GRAD_RTOL = 1e-3  # gradients go through one more TF32 GEMM chain
+HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+# ----------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------
+
+
+def make_pair(C, E, K, seed=0, device="cpu"):
+    """Reference and fused modules with identical parameters from one seed."""
+    torch.manual_seed(seed)
+    ref = Model(C, E, K)
+    torch.manual_seed(seed)
+    new = ModelNew(C, E, K)
+    return ref.to(device), new.to(device)
+
+
+def weights(model):
+    return (
+        model.pointwise.weight,
+        model.pointwise.bias,
+        model.depthwise.weight,
+        model.depthwise.bias,
+        model.project_back.weight,
+        model.project_back.bias,
+    )
+
+
+def assert_matches(out, ref, label, atol=ATOL, rtol=RTOL):
+    assert out.shape == ref.shape, f"{label}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    assert out.dtype == ref.dtype, f"{label}: dtype {out.dtype} != {ref.dtype}"
+    assert torch.isfinite(out).all(), f"{label}: output has non-finite values (unwritten?)"
+    assert out.abs().max() > 0, f"{label}: output is all zeros"
+    err = (out - ref).abs().max().item()
+    print(f"{label}: max |out - ref| = {err:.3e}")
+    assert torch.allclose(out, ref, atol=atol, rtol=rtol), f"{label}: max abs error {err:.3e}"
+
+
+@contextlib.contextmanager
+def cudnn_tf32(flag):
+    old = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = flag
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+
+
+def poison_allocator(numel, device):
+    """Leave NaNs in the caching allocator's free blocks, so that a fresh
+    output which the kernel fails to write shows up as NaN."""
+    junk = torch.full((numel,), float("nan"), device=device)
+    del junk
+
+
+# ----------------------------------------------------------------------------
+# CPU: construction, parameters, state_dict, CPU forward, errors
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (3, 5, 1), (100, 264, 31)])
+def test_seeded_init_matches_reference(C, E, K):
+    ref, new = make_pair(C, E, K, seed=1234)
+    ref_params, new_params = dict(ref.named_parameters()), dict(new.named_parameters())
+    assert list(ref_params) == list(new_params)
+    for name, p in ref_params.items():
+        assert torch.equal(p, new_params[name]), name
+    assert [n for n, _ in ref.named_children()] == [n for n, _ in new.named_children()]
+
+
+def test_state_dict_loads_both_ways():
+    ref, new = make_pair(16, 32, 5, seed=1)
+    torch.manual_seed(99)
+    other_ref, other_new = Model(16, 32, 5), ModelNew(16, 32, 5)
+    other_new.load_state_dict(ref.state_dict(), strict=True)
+    other_ref.load_state_dict(new.state_dict(), strict=True)
+    for (n, a), (_, b) in zip(other_new.state_dict().items(), ref.state_dict().items()):
+        assert torch.equal(a, b), n
+    for (n, a), (_, b) in zip(other_ref.state_dict().items(), new.state_dict().items()):
+        assert torch.equal(a, b), n
+
+
+def test_extra_repr_names_the_shape():
+    text = repr(ModelNew(8, 16, 3))
+    assert "channels=8" in text and "expanded_channels=16" in text and "kernel_size=3" in text
+
+
+@pytest.mark.parametrize("B,C,E,L,K", [(2, 8, 16, 33, 3), (1, 3, 5, 1, 1), (3, 12, 20, 7, 9), (2, 4, 6, 5, 7)])
+def test_cpu_forward_matches_reference(B, C, E, L, K):
+    ref, new = make_pair(C, E, K, seed=B + L)
+    x = torch.randn(B, C, L)
+    x_before = x.clone()
+    out = new(x)
+    assert torch.equal(x, x_before), "x was modified"
+    assert out.data_ptr() != x.data_ptr()
+    assert_matches(out, ref(x), f"cpu B={B} C={C} E={E} L={L} K={K}")
+
+
+def test_cpu_functional_and_padding_edges():
+    # A large b1 makes a padding bug (b1 instead of 0 at the ends) obvious.
+    ref, new = make_pair(6, 10, 5, seed=3)
+    with torch.no_grad():
+        new.pointwise.bias.fill_(5.0)
+        ref.pointwise.bias.fill_(5.0)
+    x = torch.randn(2, 6, 11)
+    out = fused_dwsep(x, *weights(new))
+    assert_matches(out[..., :2], ref(x)[..., :2], "cpu first K//2 positions")
+    assert_matches(out[..., -2:], ref(x)[..., -2:], "cpu last K//2 positions")
+
+
+def test_cpu_empty_batch():
+    _, new = make_pair(4, 8, 3)
+    assert new(torch.randn(0, 4, 10)).shape == (0, 4, 10)
+
+
+def test_cpu_backward_matches_reference():
+    ref, new = make_pair(6, 12, 3, seed=5)
+    x = torch.randn(2, 6, 17)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ref(x1).square().sum().backward()
+    new(x2).square().sum().backward()
+    assert torch.allclose(x1.grad, x2.grad, atol=1e-6)
+    for (n, a), b in zip(ref.named_parameters(), new.parameters()):
+        assert torch.allclose(a.grad, b.grad, atol=1e-6), n
+
+
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        ((8, 16, 4), "kernel_size must be odd"),
+        ((8, 16, 0), "kernel_size must be an integer >= 1"),
+        ((0, 16, 3), "channels must be an integer >= 1"),
+        ((8, -1, 3), "expanded_channels must be an integer >= 1"),
+        ((8.0, 16, 3), "channels must be an integer >= 1"),
+    ],
+)
+def test_constructor_rejects_bad_sizes(args, match):
+    with pytest.raises(ValueError, match=match):
+        ModelNew(*args)
+
+
+def test_forward_rejects_bad_input():
+    _, new = make_pair(8, 16, 3)
+    with pytest.raises(ValueError, match=r"x must be \[B, C, L\] with C == 8, got \[8, 10\]"):
+        new(torch.randn(8, 10))
+    with pytest.raises(ValueError, match=r"x must be \[B, C, L\] with C == 8, got \[2, 4, 10\]"):
+        new(torch.randn(2, 4, 10))
+    with pytest.raises(ValueError, match=r"L >= 1"):
+        new(torch.randn(2, 8, 0))
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but w1 has dtype torch.float32"):
+        new(torch.randn(2, 8, 10, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"x is on meta but w1 is on cpu"):
+        new(torch.empty(2, 8, 10, device="meta"))
+    with pytest.raises(TypeError, match=r"x must be a torch.Tensor"):
+        fused_dwsep([1.0], *weights(new))
+
+
+@pytest.mark.parametrize(
+    "index,shape,match",
+    [
+        (0, (16, 8), r"w1 must be \[E, C, 1\]"),
+        (1, (15,), r"b1 must be \[16\]"),
+        (2, (16, 1, 4), r"kernel_size must be odd"),
+        (2, (15, 1, 3), r"wd must be \[E, 1, K\] with E == 16"),
+        (3, (8,), r"bd must be \[16\]"),
+        (4, (8, 15, 1), r"w2 must be \[8, 16, 1\]"),
+        (5, (16,), r"b2 must be \[8\]"),
+    ],
+)
+def test_functional_rejects_bad_weights(index, shape, match):
+    _, new = make_pair(8, 16, 3)
+    args = list(weights(new))
+    args[index] = torch.randn(shape)
+    with pytest.raises(ValueError, match=match):
+        fused_dwsep(torch.randn(2, 8, 10), *args)
+
+
+# ----------------------------------------------------------------------------
+# CUDA: the fused kernel against the reference
+# ----------------------------------------------------------------------------
+
+RAGGED = [
+    # B, C, E, L, K
+    (2, 16, 32, 1, 3),
+    (2, 16, 32, 2, 5),
+    (3, 32, 64, 5, 9),
+    (2, 64, 128, 127, 7),
+    (1, 256, 512, 4097, 9),
+    (2, 3, 5, 100, 3),
+    (2, 100, 264, 300, 9),
+    (2, 264, 100, 257, 5),
+    (2, 8, 16, 64, 1),
+    (2, 24, 40, 200, 31),
+    (4, 128, 256, 1000, 3),
+]
+
+
+def run_cuda_case(B, C, E, L, K, tf32, seed=0):
+    ref, new = make_pair(C, E, K, seed=seed, device="cuda")
+    x = torch.randn(B, C, L, device="cuda")
+    x_before = x.clone()
+    with cudnn_tf32(tf32), torch.no_grad():
+        expected = ref(x)
+        poison_allocator(x.numel(), "cuda")
+        out = new(x)
+    torch.cuda.synchronize()
+    assert torch.equal(x, x_before), "x was modified"
+    return out, expected, x
+
+
+@requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+def test_cuda_headline(tf32):
+    out, expected, _ = run_cuda_case(**HEADLINE, tf32=tf32)
+    path = kernel_path(HEADLINE["C"], HEADLINE["E"], HEADLINE["K"])
+    assert_matches(out, expected, f"headline tf32={tf32} ({path})")
+
+
+@requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+@pytest.mark.parametrize("B,C,E,L,K", RAGGED)
+def test_cuda_ragged(B, C, E, L, K, tf32):
+    out, expected, _ = run_cuda_case(B, C, E, L, K, tf32, seed=B * 7 + L)
+    assert_matches(out, expected, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({kernel_path(C, E, K)})")
+
+
+@requires_cuda
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (24, 40, 31)])
+def test_cuda_padding_edges(C, E, K):
+    """The conv pads h1 with zeros, not b1: a large b1 makes that visible at
+    the first and last K//2 positions."""
+    ref, new = make_pair(C, E, K, seed=11, device="cuda")
+    with torch.no_grad():
+        for m in (ref, new):
+            m.pointwise.bias.copy_(torch.linspace(2.0, 6.0, E, device="cuda"))
+    x = torch.randn(2, C, 300, device="cuda")
+    half = K // 2
+    with torch.no_grad():
+        expected, out = ref(x), new(x)
+    assert_matches(out[..., :half], expected[..., :half], f"first {half} positions C={C} K={K}")
+    assert_matches(out[..., -half:], expected[..., -half:], f"last {half} positions C={C} K={K}")
+    assert_matches(out, expected, f"all positions C={C} K={K}")
+
+
+@requires_cuda
+def test_cuda_non_contiguous_input():
+    ref, new = make_pair(64, 128, 9, seed=2, device="cuda")
+    base = torch.randn(3, 300, 128, device="cuda")
+    x = base.transpose(1, 2)[:, ::2, 5:290]  # [3, 64, 285], no unit stride along L
+    assert not x.is_contiguous()
+    with torch.no_grad():
+        assert_matches(new(x), ref(x), "non-contiguous x")
+
+
+@requires_cuda
+def test_cuda_non_default_stream():
+    ref, new = make_pair(128, 256, 9, seed=3, device="cuda")
+    x = torch.randn(4, 128, 999, device="cuda")
+    with torch.no_grad():
+        expected = ref(x)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            out = new(x)
+        stream.synchronize()
+    assert_matches(out, expected, "non-default stream")
+
+
+@requires_cuda
+def test_cuda_graph_capture_and_replay():
+    ref, new = make_pair(64, 128, 9, seed=4, device="cuda")
+    static_x = torch.randn(2, 64, 513, device="cuda")
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            new(static_x)  # warm-up outside the graph
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = new(static_x)
+        for _ in range(2):
+            static_x.copy_(torch.randn_like(static_x))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_matches(static_y, ref(static_x), "CUDA graph replay")
+
+
+@requires_cuda
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (100, 264, 9)])
+def test_cuda_deterministic(C, E, K):
+    _, new = make_pair(C, E, K, seed=5, device="cuda")
+    x = torch.randn(3, C, 777, device="cuda")
+    with torch.no_grad():
+        first, second = new(x), new(x)
+    assert torch.equal(first, second), "same input gave different outputs"
+
+
+@requires_cuda
+def test_cuda_flag_read_at_call_time():
+    ref, new = make_pair(256, 512, 9, seed=6, device="cuda")
+    x = torch.randn(2, 256, 1024, device="cuda")
+    with torch.no_grad():
+        for flag in (True, False, True):
+            with cudnn_tf32(flag):
+                assert_matches(new(x), ref(x), f"flag flipped to {flag}")
+
+
+@requires_cuda
+def test_cuda_backward_matches_reference():
+    ref, new = make_pair(64, 128, 9, seed=7, device="cuda")
+    x = torch.randn(2, 64, 300, device="cuda")
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    grad_y = torch.randn_like(x)
+    ref(x1).backward(grad_y)
+    new(x2).backward(grad_y)
+    assert_matches(x2.grad, x1.grad, "grad x", GRAD_ATOL, GRAD_RTOL)
+    for (n, a), b in zip(ref.named_parameters(), new.parameters()):
+        assert_matches(b.grad, a.grad, f"grad {n}", GRAD_ATOL, GRAD_RTOL)
+
+
+@requires_cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_cuda_runs_on_the_tensors_device():
+    ref, new = make_pair(32, 64, 3, seed=8, device="cuda:1")
+    x = torch.randn(2, 32, 100, device="cuda:1")
+    with torch.no_grad():
+        out = new(x)
+    assert out.device == x.device
+    assert_matches(out, ref(x), "cuda:1")
+
+
+@requires_cuda
+def test_cuda_gate():
+    assert kernel_path(256, 512, 9) == "tensor_core"
+    assert kernel_path(3, 5, 1) == "tensor_core"
+    assert kernel_path(264, 100, 5) == "general"
+    assert kernel_path(24, 40, 31) == "general"
+    assert kernel_path(8, 16, 100001) == "unsupported"
+
+
+@requires_cuda
+def test_cuda_errors():
+    _, new = make_pair(8, 16, 3, device="cuda")
+    with pytest.raises(TypeError, match="float32 only, got torch.float16"):
+        new.half()(torch.randn(2, 8, 10, device="cuda", dtype=torch.float16))
+    _, new = make_pair(8, 16, 3, device="cuda")
+    with pytest.raises(ValueError, match=r"x is on cpu but w1 is on cuda:0"):
+        new(torch.randn(2, 8, 10))
+    _, big_k = make_pair(2, 2, 100001, device="cuda")
+    with pytest.raises(RuntimeError, match="kernel_size 100001 is larger than the CUDA kernel's limit"):
+        big_k(torch.randn(1, 2, 10, device="cuda"))
+    # The C++ entry checks on its own too.
+    from fused_dwsep import _ext
+
+    w = [t.detach() for t in weights(new)]
+    with pytest.raises(RuntimeError, match=r"w2 must be \[8, 16\]"):
+        _ext.forward(torch.randn(2, 8, 10, device="cuda"), w[0][..., 0], w[1], w[2][:, 0], w[3],
+                     torch.randn(8, 15, device="cuda"), w[5], True)
+
+
+@requires_cuda
+def test_cuda_functional_matches_module():
+    ref, new = make_pair(32, 48, 5, seed=9, device="cuda")
+    x = torch.randn(2, 32, 77, device="cuda")
+    with torch.no_grad():
+        assert torch.equal(fused_dwsep(x, *weights(new)), new(x))
+        assert_matches(new(x), fused_dwsep_reference(x, *weights(ref)), "functional")
