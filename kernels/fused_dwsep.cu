@@ -81,6 +81,25 @@ __device__ __forceinline__ void to_bits(uint32_t (&a)[4], const float4& v) {
   a[3] = __float_as_uint(v.w);
 }
 
+// cp.async: global -> shared without a register round trip (sm_80+).
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src));
+}
+// Copies 4 bytes, or writes zero when !valid (src is then not read).
+__device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N of this thread's newest groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // A B-fragment element as the mma takes it. kSplit: raw fp32 split into a
 // TF32 high part and a TF32 remainder; otherwise already TF32-rounded.
 template <bool kSplit>
@@ -126,15 +145,18 @@ constexpr int kMaxK = 2 * kMaxHalf + 1;
 constexpr int kNX = kTileT + 2 * kMaxHalf;     // h1 columns: tile plus halo
 constexpr int kCMax = 256;                     // largest C served
 constexpr int kEChunk = 64;                    // expanded channels per chunk
+constexpr int kVec = 4;                        // floats per 16-byte copy
 
 // Shared-memory row strides (floats). B fragments read rows k = q and q + 4 at
 // column n = g: a stride that is 8 (mod 32) puts the 32 lanes on 32 banks.
+// h holds h1 for the chunk, then h3 in place (the depthwise is per channel).
 constexpr int kXStride = kNX;
-constexpr int kH1Stride = kNX;
-constexpr int kH3Stride = kTileT + 8;
-static_assert(kXStride % 32 == 8 && kH1Stride % 32 == 8 && kH3Stride % 32 == 8,
+constexpr int kHStride = kNX;
+static_assert(kXStride % 32 == 8 && kHStride % 32 == 8,
               "B-fragment rows must be 8 (mod 32) floats apart to avoid bank conflicts");
 static_assert(kNX % kMmaN == 0 && kTileT % kMmaN == 0, "tiles are whole n8 columns");
+static_assert(kNX % kVec == 0 && kXStride % kVec == 0 && kMaxHalf % kVec == 0,
+              "x rows stage as aligned 16-byte pieces");
 
 // GEMM1 (h1 = W1 x): 4 warps along M (one m16 tile each of the 64-row chunk)
 // x 2 warps along N (the 17 n8 column tiles split 9 + 8).
@@ -155,9 +177,24 @@ static_assert(kG2MTiles * kMmaM * kWarps == kCMax, "GEMM2 warps cover kCMax rows
 // Depthwise: each warp produces 8 rows of h3; each lane 4 positions per row.
 constexpr int kDwRowsPerWarp = kEChunk / kWarps;
 constexpr int kDwColsPerLane = kTileT / kWarpSize;
+static_assert(kDwRowsPerWarp * kWarps == kEChunk && kDwColsPerLane * kWarpSize == kTileT,
+              "depthwise work splits evenly");
 
-constexpr int kSmemFloats = kCMax * kXStride + kEChunk * kH1Stride + kEChunk * kH3Stride;
+// Weight A fragments stream from L2 through a per-thread ring of 16-byte
+// slots in shared memory (cp.async, [slot][thread] so a warp's reads are
+// conflict-free). Each thread reads back only what it copied, so the ring
+// needs no barriers; it is deep enough to cover L2 latency.
+constexpr int kRingSlots = 14;
+constexpr int kSmemFloats = kCMax * kXStride + kEChunk * kHStride + kRingSlots * kThreads * kVec;
 constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
+static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+
+// Slots one k-step takes: one per m16 tile, twice with the (hi, lo) split.
+template <bool kSplit> constexpr int kG1SlotsPerStep = kSplit ? 2 : 1;
+template <bool kSplit> constexpr int kG2SlotsPerStep = kG2MTiles * (kSplit ? 2 : 1);
+template <bool kSplit> constexpr int kG1Stages = kRingSlots / kG1SlotsPerStep<kSplit>;
+template <bool kSplit> constexpr int kG2Stages = kRingSlots / kG2SlotsPerStep<kSplit>;
+static_assert(kG1Stages<true> >= 2 && kG2Stages<true> >= 2, "the ring must double-buffer");
 
 // Packed weights: A fragments in [tile][k-step][lane] float4 order.
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
@@ -215,12 +252,20 @@ __global__ void pack_weights_kernel(Params p) {
 // Tensor-core kernel
 // ---------------------------------------------------------------------------
 
+// The per-thread weight ring (see kRingSlots).
+struct Ring {
+  float4* base;  // slot s of this thread: base[s * kThreads]
+  __device__ __forceinline__ float4* slot(int s) const { return base + s * kThreads; }
+  __device__ __forceinline__ void fetch(int s, const float4* src) const { cp_async_16(slot(s), src); }
+  __device__ __forceinline__ void read(int s, uint32_t (&a)[4]) const { to_bits(a, *slot(s)); }
+};
+
 template <bool kSplit>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   extern __shared__ float4 smem_f4[];
   float* xs = reinterpret_cast<float*>(smem_f4);  // [kCMax][kXStride]
-  float* h1s = xs + kCMax * kXStride;             // [kEChunk][kH1Stride]
-  float* h3s = h1s + kEChunk * kH1Stride;         // [kEChunk][kH3Stride]
+  float* hs = xs + kCMax * kXStride;              // [kEChunk][kHStride]
+  const Ring ring{reinterpret_cast<float4*>(hs + kEChunk * kHStride) + threadIdx.x};
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, q = lane % 4;
@@ -236,23 +281,44 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const int c8 = static_cast<int>(lay.C8);
   const int ks1 = c8 / kMmaK;
   const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
-  const float4* w1p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi());
-  const float4* w2p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi());
-  const float4* w1p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w1_lo() : 0));
-  const float4* w2p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w2_lo() : 0));
+  const float4* w1p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi()) + lane;
+  const float4* w2p_hi = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi()) + lane;
+  const float4* w1p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w1_lo() : 0)) + lane;
+  const float4* w2p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w2_lo() : 0)) + lane;
 
   const float* xb = p.x + b * p.C * L;
   float* yb = p.y + b * p.C * L;
 
-  // Stage x[b, :, xcol0 : xcol0 + kNX] once; zeros outside [0, L) and for the
-  // rows C..C8 that pad the GEMM1 reduction. TF32 mode stores it rounded; the
-  // split mode keeps raw fp32 and splits at fragment load.
-  for (int i = threadIdx.x; i < c8 * kNX; i += kThreads) {
-    const int c = i / kNX, j = i % kNX;
-    const int64_t pos = xcol0 + j;
-    float v = 0.0f;
-    if (c < C && pos >= 0 && pos < L) v = __ldg(xb + c * L + pos);
-    xs[c * kXStride + j] = kSplit ? v : tf32_round(v);
+  // ---- stage x[b, :, xcol0 : xcol0 + kNX] ------------------------------------
+  // Zeros outside [0, L) and for rows C..C8 that pad the GEMM1 reduction.
+  // 16-byte copies where the piece is aligned and inside, 4-byte elsewhere.
+  {
+    constexpr int kPieces = kNX / kVec;
+    const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+    for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
+      const int c = i / kPieces, j = (i % kPieces) * kVec;
+      const int64_t pos = xcol0 + j;
+      float* dst = xs + c * kXStride + j;
+      const float* src = xb + c * L + pos;
+      if (aligned && c < C && pos >= 0 && pos + kVec <= L) {
+        cp_async_16(dst, src);
+      } else {
+#pragma unroll
+        for (int r = 0; r < kVec; ++r) {
+          const bool inside = c < C && pos + r >= 0 && pos + r < L;
+          cp_async_4_zfill(dst + r, inside ? src + r : xb, inside);
+        }
+      }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    if constexpr (!kSplit) {  // TF32 mode keeps x rounded; split mode splits at load
+      for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
+        float4* v = reinterpret_cast<float4*>(xs + (i / kPieces) * kXStride + (i % kPieces) * kVec);
+        float4 t = *v;
+        *v = make_float4(tf32_round(t.x), tf32_round(t.y), tf32_round(t.z), tf32_round(t.w));
+      }
+    }
   }
   __syncthreads();
 
@@ -271,29 +337,37 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const bool g2_active = g2_row0 < C;  // warps past C have no output rows
   const int dw_shift = kMaxHalf - K / 2;  // h1 column of tap 0 for output 0
   const int nchunks = static_cast<int>(lay.E64 / kEChunk);
+  constexpr int kS1 = kG1Stages<kSplit>, kS2 = kG2Stages<kSplit>;
 
   for (int ch = 0; ch < nchunks; ++ch) {
     // ---- GEMM1: h1[64 x 136] = W1[chunk] x xs -----------------------------
     {
+      const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
+      // One commit group per k-step (empty past the end keeps the count uniform).
+      auto fetch = [&](int ks) {
+        if (ks < ks1) {
+          const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
+          ring.fetch(s, w1p_hi + a_base + ks * kWarpSize);
+          if constexpr (kSplit) ring.fetch(s + 1, w1p_lo + a_base + ks * kWarpSize);
+        }
+        cp_async_commit();
+      };
+#pragma unroll
+      for (int s = 0; s < kS1 - 1; ++s) fetch(s);
+
       float acc1[kG1NTilesPerWarp][4];
 #pragma unroll
       for (int nt = 0; nt < kG1NTilesPerWarp; ++nt)
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc1[nt][r] = 0.0f;
 
-      const int64_t etile = static_cast<int64_t>(ch) * kG1WarpsM + g1m;
-      const float4* a_hi_ptr = w1p_hi + etile * ks1 * kWarpSize + lane;
-      const float4* a_lo_ptr = w1p_lo + etile * ks1 * kWarpSize + lane;
-      float4 a_hi_next = __ldg(a_hi_ptr), a_lo_next;
-      if constexpr (kSplit) a_lo_next = __ldg(a_lo_ptr);
       for (int ks = 0; ks < ks1; ++ks) {
+        cp_async_wait<kS1 - 2>();  // this thread's k-step ks has landed
         uint32_t a_hi[4], a_lo[4];
-        to_bits(a_hi, a_hi_next);
-        if constexpr (kSplit) to_bits(a_lo, a_lo_next);
-        if (ks + 1 < ks1) {  // prefetch the next k-step's A fragment
-          a_hi_next = __ldg(a_hi_ptr + (ks + 1) * kWarpSize);
-          if constexpr (kSplit) a_lo_next = __ldg(a_lo_ptr + (ks + 1) * kWarpSize);
-        }
+        const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
+        ring.read(s, a_hi);
+        if constexpr (kSplit) ring.read(s + 1, a_lo);
+        fetch(ks + kS1 - 1);  // refills the slot read in the previous step
         const float* b_row0 = xs + (ks * kMmaK + q) * kXStride + g1_nt0 * kMmaN + g;
         const float* b_row1 = b_row0 + 4 * kXStride;
 #pragma unroll
@@ -308,6 +382,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
       const int e_a = ch * kEChunk + row_a, e_b = ch * kEChunk + row_b;
       const float b1_a = e_a < E ? __ldg(p.b1 + e_a) : 0.0f;
       const float b1_b = e_b < E ? __ldg(p.b1 + e_b) : 0.0f;
+      __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
 #pragma unroll
       for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
         if (nt < g1_ntiles) {
@@ -316,15 +391,36 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
             const int col = (g1_nt0 + nt) * kMmaN + 2 * q + r;
             const int64_t pos = xcol0 + col;
             const bool inside = pos >= 0 && pos < L;
-            h1s[row_a * kH1Stride + col] = inside ? acc1[nt][r] + b1_a : 0.0f;
-            h1s[row_b * kH1Stride + col] = inside ? acc1[nt][2 + r] + b1_b : 0.0f;
+            hs[row_a * kHStride + col] = inside ? acc1[nt][r] + b1_a : 0.0f;
+            hs[row_b * kHStride + col] = inside ? acc1[nt][2 + r] + b1_b : 0.0f;
           }
         }
       }
     }
-    __syncthreads();  // h1s complete; every warp is past GEMM2 of the last chunk
+    __syncthreads();  // h1 complete
 
-    // ---- depthwise + bd + GELU: h3[64 x 128] -------------------------------
+    // GEMM2's first weight fragments travel while the depthwise runs.
+    const int64_t w2_base = static_cast<int64_t>(ch) * kG2KSteps * kWarpSize;
+    auto fetch2 = [&](int ks) {
+      if (g2_active && ks < kG2KSteps) {
+        const int s = (ks % kS2) * kG2SlotsPerStep<kSplit>;
+#pragma unroll
+        for (int mt = 0; mt < kG2MTiles; ++mt) {
+          const int64_t off = (warp * kG2MTiles + mt) * static_cast<int64_t>(ks2_total) * kWarpSize +
+                              w2_base + ks * kWarpSize;
+          ring.fetch(s + mt, w2p_hi + off);
+          if constexpr (kSplit) ring.fetch(s + kG2MTiles + mt, w2p_lo + off);
+        }
+      }
+      cp_async_commit();
+    };
+#pragma unroll
+    for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
+
+    // ---- depthwise + bd + GELU, in place: h3 row e, column t ----------------
+    // A warp owns whole rows, so reading a row then writing it back needs only
+    // the warp to agree (the column shift means h3[t] overwrites h1 inputs of
+    // neighbouring lanes).
 #pragma unroll 1
     for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
       const int row = warp * kDwRowsPerWarp + rr;
@@ -333,34 +429,38 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 #pragma unroll
       for (int k = 0; k < kMaxK; ++k) taps[k] = (e < E && k < K) ? __ldg(p.wd + e * K + k) : 0.0f;
       const float bias = e < E ? __ldg(p.bd + e) : 0.0f;
-      const float* h1row = h1s + row * kH1Stride + dw_shift;
+      float* hrow = hs + row * kHStride;
+      float h3[kDwColsPerLane];
 #pragma unroll
       for (int i = 0; i < kDwColsPerLane; ++i) {
         const int t = lane + i * kWarpSize;
         float s = bias;
 #pragma unroll
         for (int k = 0; k < kMaxK; ++k)
-          if (k < K) s = fmaf(taps[k], h1row[t + k], s);
-        const float h3 = gelu_exact(s);
-        h3s[row * kH3Stride + t] = kSplit ? h3 : tf32_round(h3);
+          if (k < K) s = fmaf(taps[k], hrow[t + dw_shift + k], s);
+        h3[i] = gelu_exact(s);
       }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < kDwColsPerLane; ++i)
+        hrow[lane + i * kWarpSize] = kSplit ? h3[i] : tf32_round(h3[i]);
     }
-    __syncthreads();  // h3s complete
+    __syncthreads();  // h3 complete
 
     // ---- GEMM2: acc[C x 128] += W2[:, chunk] x h3 --------------------------
     if (g2_active) {
-#pragma unroll(kSplit ? 1 : 2)
       for (int ks = 0; ks < kG2KSteps; ++ks) {
+        cp_async_wait<kS2 - 2>();
         uint32_t a_hi[kG2MTiles][4], a_lo[kG2MTiles][4];
+        const int s = (ks % kS2) * kG2SlotsPerStep<kSplit>;
 #pragma unroll
         for (int mt = 0; mt < kG2MTiles; ++mt) {
-          const int64_t ctile = warp * kG2MTiles + mt;
-          const int64_t off = (ctile * ks2_total + ch * kG2KSteps + ks) * kWarpSize + lane;
-          to_bits(a_hi[mt], __ldg(w2p_hi + off));
-          if constexpr (kSplit) to_bits(a_lo[mt], __ldg(w2p_lo + off));
+          ring.read(s + mt, a_hi[mt]);
+          if constexpr (kSplit) ring.read(s + kG2MTiles + mt, a_lo[mt]);
         }
-        const float* b_row0 = h3s + (ks * kMmaK + q) * kH3Stride + g;
-        const float* b_row1 = b_row0 + 4 * kH3Stride;
+        fetch2(ks + kS2 - 1);
+        const float* b_row0 = hs + (ks * kMmaK + q) * kHStride + g;
+        const float* b_row1 = b_row0 + 4 * kHStride;
 #pragma unroll
         for (int nt = 0; nt < kG2NTiles; ++nt) {
           const BElem<kSplit> b0(b_row0[nt * kMmaN]), b1(b_row1[nt * kMmaN]);
@@ -369,8 +469,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
         }
       }
     }
-    // No barrier here: the next GEMM1 writes only h1s, which nobody reads
-    // until after the next barrier; h3s is rewritten only after that barrier.
+    cp_async_wait<0>();  // the ring is empty before GEMM1 of the next chunk reuses it
   }
 
   // ---- epilogue: y = acc + b2 + x ------------------------------------------
