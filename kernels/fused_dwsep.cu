@@ -159,12 +159,16 @@ static_assert(kNX % kVec == 0 && kXStride % kVec == 0 && kMaxHalf % kVec == 0,
               "x rows stage as aligned 16-byte pieces");
 
 // GEMM1 (h1 = W1 x): 4 warps along M (one m16 tile each of the 64-row chunk)
-// x 2 warps along N (the 17 n8 column tiles split 9 + 8).
+// x 2 warps along N. The 17 n8 column tiles split as 0..8 and 8..16: both
+// halves compute tile 8 and only the first stores it, which keeps the inner
+// loop free of branches (a branch around each mma serialises it).
 constexpr int kG1WarpsM = kEChunk / kMmaM;
 constexpr int kG1WarpsN = kWarps / kG1WarpsM;
 constexpr int kG1NTiles = kNX / kMmaN;
 constexpr int kG1NTilesPerWarp = (kG1NTiles + kG1WarpsN - 1) / kG1WarpsN;
-static_assert(kG1WarpsM * kG1WarpsN == kWarps, "GEMM1 warp grid covers the CTA");
+constexpr int kG1NStride = kG1NTiles - kG1NTilesPerWarp;  // first tile of the second half
+static_assert(kG1WarpsM * kG1WarpsN == kWarps && kG1WarpsN == 2, "GEMM1 warp grid covers the CTA");
+static_assert(kG1NStride <= kG1NTilesPerWarp, "the two halves cover every tile");
 
 // GEMM2 (acc += W2 h3): each warp owns 32 output channels (two m16 tiles) over
 // all 128 positions (16 n8 tiles): 2 * 16 * 4 = 128 accumulator registers.
@@ -331,8 +335,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
       for (int r = 0; r < 4; ++r) acc[mt][nt][r] = 0.0f;
 
   const int g1m = warp % kG1WarpsM, g1n = warp / kG1WarpsM;
-  const int g1_nt0 = g1n * kG1NTilesPerWarp;
-  const int g1_ntiles = min(kG1NTilesPerWarp, kG1NTiles - g1_nt0);
+  const int g1_nt0 = g1n * kG1NStride;
+  const int g1_skip = g1n * (kG1NTilesPerWarp - kG1NStride);  // tiles the first half stores
   const int g2_row0 = warp * kG2RowsPerWarp;
   const bool g2_active = g2_row0 < C;  // warps past C have no output rows
   const int dw_shift = kMaxHalf - K / 2;  // h1 column of tap 0 for output 0
@@ -370,12 +374,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
         fetch(ks + kS1 - 1);  // refills the slot read in the previous step
         const float* b_row0 = xs + (ks * kMmaK + q) * kXStride + g1_nt0 * kMmaN + g;
         const float* b_row1 = b_row0 + 4 * kXStride;
+        float b0[kG1NTilesPerWarp], b1[kG1NTilesPerWarp];
 #pragma unroll
-        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
-          if (nt < g1_ntiles)
-            mma_step<kSplit>(acc1[nt], a_hi, a_lo, BElem<kSplit>(b_row0[nt * kMmaN]),
-                             BElem<kSplit>(b_row1[nt * kMmaN]));
+        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {  // all loads first, then the mmas
+          b0[nt] = b_row0[nt * kMmaN];
+          b1[nt] = b_row1[nt * kMmaN];
         }
+#pragma unroll
+        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt)
+          mma_step<kSplit>(acc1[nt], a_hi, a_lo, BElem<kSplit>(b0[nt]), BElem<kSplit>(b1[nt]));
       }
       // h1 = acc + b1, and exactly 0 where the position is padding.
       const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
@@ -385,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
 #pragma unroll
       for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
-        if (nt < g1_ntiles) {
+        if (nt >= g1_skip) {
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int col = (g1_nt0 + nt) * kMmaN + 2 * q + r;
@@ -461,11 +468,17 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
         fetch2(ks + kS2 - 1);
         const float* b_row0 = hs + (ks * kMmaK + q) * kHStride + g;
         const float* b_row1 = b_row0 + 4 * kHStride;
+        float b0[kG2NTiles], b1[kG2NTiles];
+#pragma unroll
+        for (int nt = 0; nt < kG2NTiles; ++nt) {  // all loads first, then the mmas
+          b0[nt] = b_row0[nt * kMmaN];
+          b1[nt] = b_row1[nt * kMmaN];
+        }
 #pragma unroll
         for (int nt = 0; nt < kG2NTiles; ++nt) {
-          const BElem<kSplit> b0(b_row0[nt * kMmaN]), b1(b_row1[nt * kMmaN]);
+          const BElem<kSplit> e0(b0[nt]), e1(b1[nt]);
 #pragma unroll
-          for (int mt = 0; mt < kG2MTiles; ++mt) mma_step<kSplit>(acc[mt][nt], a_hi[mt], a_lo[mt], b0, b1);
+          for (int mt = 0; mt < kG2MTiles; ++mt) mma_step<kSplit>(acc[mt][nt], a_hi[mt], a_lo[mt], e0, e1);
         }
       }
     }
