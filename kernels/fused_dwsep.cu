@@ -485,23 +485,45 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     cp_async_wait<0>();  // the ring is empty before GEMM1 of the next chunk reuses it
   }
 
-  // ---- epilogue: y = acc + b2 + x ------------------------------------------
+  // ---- epilogue: y = acc + b2 + x --------------------------------------------
+  // The accumulators go through shared memory (xs is free once every warp is
+  // past its last GEMM) so that x is read and y written in whole rows: 16-byte
+  // coalesced accesses instead of the mma fragment's scattered 4-byte ones.
+  __syncthreads();
+  float* ys = xs;  // [kCMax][kXStride], columns 0..kTileT-1
   if (g2_active) {
 #pragma unroll
     for (int mt = 0; mt < kG2MTiles; ++mt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int c = g2_row0 + mt * kMmaM + g + half * 8;
-        if (c >= C) continue;
-        const float bias = __ldg(p.b2 + c);
+        const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
 #pragma unroll
         for (int nt = 0; nt < kG2NTiles; ++nt) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int64_t t = t0 + nt * kMmaN + 2 * q + r;
-            if (t < L) yb[c * L + t] = acc[mt][nt][half * 2 + r] + bias + __ldg(xb + c * L + t);
-          }
+          const float2 v = make_float2(acc[mt][nt][half * 2] + bias, acc[mt][nt][half * 2 + 1] + bias);
+          *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
         }
+      }
+    }
+  }
+  __syncthreads();
+  {
+    constexpr int kPieces = kTileT / kVec;
+    const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+    for (int i = threadIdx.x; i < C * kPieces; i += kThreads) {
+      const int c = i / kPieces, j = (i % kPieces) * kVec;
+      const int64_t t = t0 + j;
+      const float* src = ys + c * kXStride + j;
+      if (aligned && t + kVec <= L) {
+        const float4 xv = __ldg(reinterpret_cast<const float4*>(xb + c * L + t));
+        const float4 a = *reinterpret_cast<const float4*>(src);
+        __stcs(reinterpret_cast<float4*>(yb + c * L + t),
+               make_float4(a.x + xv.x, a.y + xv.y, a.z + xv.z, a.w + xv.w));
+      } else {
+#pragma unroll
+        for (int r = 0; r < kVec; ++r)
+          if (t + r < L) __stcs(yb + c * L + t + r, src[r] + __ldg(xb + c * L + t + r));
       }
     }
   }
