@@ -114,7 +114,19 @@ std::string fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   }
 }
 
+int64_t fused_dwsep_max_kernel_size() {
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  return fused_dwsep::max_kernel_size(device);
+}
+
+// wrap_pybind_function turns c10::Error into the matching Python exception
+// with the message alone (no C++ backtrace to symbolize).
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &fused_dwsep_forward, "fused_dwsep forward (CUDA, float32)");
-  m.def("path", &fused_dwsep_path, "which kernel serves (C, E, K) on the current device");
+  m.def("forward", torch::wrap_pybind_function(fused_dwsep_forward),
+        "fused_dwsep forward (CUDA, float32)");
+  m.def("path", torch::wrap_pybind_function(fused_dwsep_path),
+        "which kernel serves (C, E, K) on the current device");
+  m.def("max_kernel_size", torch::wrap_pybind_function(fused_dwsep_max_kernel_size),
+        "largest odd kernel_size the CUDA kernels take on the current device");
 }

@@ -365,24 +365,38 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc1[nt][r] = 0.0f;
 
-      for (int ks = 0; ks < ks1; ++ks) {
-        cp_async_wait<kS1 - 2>();  // this thread's k-step ks has landed
+      // Software pipeline: the operands of k-step ks + 1 (B from xs, A from
+      // the ring) are loaded while the mmas of step ks run, so the mmas never
+      // wait on shared-memory latency.
+      struct Operands {
         uint32_t a_hi[4], a_lo[4];
-        const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
-        ring.read(s, a_hi);
-        if constexpr (kSplit) ring.read(s + 1, a_lo);
-        fetch(ks + kS1 - 1);  // refills the slot read in the previous step
+        float b0[kG1NTilesPerWarp], b1[kG1NTilesPerWarp];
+      };
+      auto load = [&](int ks, Operands& o) {
         const float* b_row0 = xs + (ks * kMmaK + q) * kXStride + g1_nt0 * kMmaN + g;
         const float* b_row1 = b_row0 + 4 * kXStride;
-        float b0[kG1NTilesPerWarp], b1[kG1NTilesPerWarp];
 #pragma unroll
-        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {  // all loads first, then the mmas
-          b0[nt] = b_row0[nt * kMmaN];
-          b1[nt] = b_row1[nt * kMmaN];
+        for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
+          o.b0[nt] = b_row0[nt * kMmaN];
+          o.b1[nt] = b_row1[nt * kMmaN];
         }
+        cp_async_wait<kS1 - 2>();  // this thread's k-step ks has landed
+        const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
+        ring.read(s, o.a_hi);
+        if constexpr (kSplit) ring.read(s + 1, o.a_lo);
+      };
+      Operands cur;
+      load(0, cur);
+#pragma unroll(kSplit ? 1 : 2)  // renames cur/next instead of copying (split: registers)
+      for (int ks = 0; ks < ks1; ++ks) {
+        fetch(ks + kS1 - 1);  // refills the slot read two steps ago
+        Operands next;
+        load(min(ks + 1, ks1 - 1), next);  // the last step reloads harmlessly
 #pragma unroll
         for (int nt = 0; nt < kG1NTilesPerWarp; ++nt)
-          mma_step<kSplit>(acc1[nt], a_hi, a_lo, BElem<kSplit>(b0[nt]), BElem<kSplit>(b1[nt]));
+          mma_step<kSplit>(acc1[nt], cur.a_hi, cur.a_lo, BElem<kSplit>(cur.b0[nt]),
+                           BElem<kSplit>(cur.b1[nt]));
+        cur = next;
       }
       // h1 = acc + b1, and exactly 0 where the position is padding.
       const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
