@@ -164,6 +164,12 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
     if x.dtype != torch.float32:
         raise TypeError(f"fused_dwsep: the CUDA kernel supports float32 only, got {x.dtype}")
     E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
+    limit = _max_kernel_size(x.device)
+    if K > limit:
+        raise ValueError(
+            f"fused_dwsep: kernel_size {K} is larger than the CUDA kernel's limit {limit} on "
+            f"{torch.cuda.get_device_name(x.device)} (shared memory); run such sizes on the CPU"
+        )
     return _ext.forward(
         x,
         w1.reshape(E, C),
@@ -174,6 +180,18 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
         b2,
         torch.backends.cudnn.allow_tf32,
     )
+
+
+_MAX_KERNEL_SIZE: dict[int, int] = {}
+
+
+def _max_kernel_size(device: torch.device) -> int:
+    """Largest K the CUDA kernels take on `device` (queried once per device)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _MAX_KERNEL_SIZE:
+        with torch.cuda.device(index):
+            _MAX_KERNEL_SIZE[index] = _ext.max_kernel_size()
+    return _MAX_KERNEL_SIZE[index]
 
 
 class _FusedDwsepFunction(torch.autograd.Function):

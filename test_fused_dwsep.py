@@ -8,15 +8,26 @@ and refuses an all-zero or non-finite output.
 """
 
 import contextlib
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from fused_dwsep import ModelNew, fused_dwsep, fused_dwsep_reference, kernel_path
 from reference_model import Model
 
 ATOL = RTOL = 1e-4
 GRAD_ATOL = GRAD_RTOL = 1e-3  # gradients go through one more TF32 GEMM chain
+# With TF32 allowed, cuDNN still runs some small or unaligned convolutions with
+# exact fp32 kernels (its own per-shape choice; kernels/NOTES.md has the grid
+# measured on the H200). Against those the TF32 contract lands up to 2.5e-4
+# away (measured), so ragged shapes are checked twice under TF32: at 1e-4
+# against the TF32 contract itself, and at this bound against cuDNN.
+TF32_NOISE = 5e-4
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -65,6 +76,39 @@ def cudnn_tf32(flag):
         yield
     finally:
         torch.backends.cudnn.allow_tf32 = old
+
+
+def round_tf32(t):
+    """fp32 -> TF32 with round-to-nearest, ties away (cvt.rna.tf32.f32)."""
+    bits = t.float().contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def tf32_contract(x, ref):
+    """The documented TF32 numerics, evaluated in float64: both operands of both
+    GEMMs rounded to TF32, everything else exact."""
+    d = lambda t: t.double()  # noqa: E731
+    K = ref.depthwise.weight.shape[-1]
+    h = F.conv1d(d(round_tf32(x)), d(round_tf32(ref.pointwise.weight)), d(ref.pointwise.bias))
+    h = F.conv1d(d(h.float()), d(ref.depthwise.weight), d(ref.depthwise.bias), padding=K // 2, groups=h.shape[1])
+    h = F.gelu(d(h.float()))
+    y = F.conv1d(d(round_tf32(h)), d(round_tf32(ref.project_back.weight)), d(ref.project_back.bias))
+    return (y + d(x)).float()
+
+
+def check_cuda(out, x, ref, tf32, label, cols=slice(None)):
+    """Exact mode: the reference at 1e-4. TF32 mode: the TF32 contract at 1e-4
+    and the reference within cuDNN's own choice of arithmetic (TF32_NOISE).
+    `cols` restricts the comparison to some positions."""
+    with cudnn_tf32(tf32), torch.no_grad():
+        expected = ref(x)[..., cols]
+        contract = tf32_contract(x, ref)[..., cols] if tf32 else None
+    out = out[..., cols]
+    if tf32:
+        assert_matches(out, contract, f"{label} vs TF32 contract")
+        assert_matches(out, expected, f"{label} vs reference", TF32_NOISE, TF32_NOISE)
+    else:
+        assert_matches(out, expected, label)
 
 
 def poison_allocator(numel, device):
@@ -216,51 +260,56 @@ RAGGED = [
 ]
 
 
-def run_cuda_case(B, C, E, L, K, tf32, seed=0):
+def run_fused(B, C, E, L, K, tf32, seed=0):
+    """Fresh modules and input; the fused output from a NaN-poisoned allocator."""
     ref, new = make_pair(C, E, K, seed=seed, device="cuda")
     x = torch.randn(B, C, L, device="cuda")
     x_before = x.clone()
     with cudnn_tf32(tf32), torch.no_grad():
-        expected = ref(x)
         poison_allocator(x.numel(), "cuda")
         out = new(x)
     torch.cuda.synchronize()
     assert torch.equal(x, x_before), "x was modified"
-    return out, expected, x
+    return out, x, ref
 
 
 @requires_cuda
 @pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 def test_cuda_headline(tf32):
-    out, expected, _ = run_cuda_case(**HEADLINE, tf32=tf32)
+    """The headline shape against the reference itself at 1e-4, both modes."""
+    out, x, ref = run_fused(**HEADLINE, tf32=tf32)
+    with cudnn_tf32(tf32), torch.no_grad():
+        expected = ref(x)
     path = kernel_path(HEADLINE["C"], HEADLINE["E"], HEADLINE["K"])
     assert_matches(out, expected, f"headline tf32={tf32} ({path})")
+    if tf32:
+        assert_matches(out, tf32_contract(x, ref), "headline vs TF32 contract")
 
 
 @requires_cuda
 @pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 @pytest.mark.parametrize("B,C,E,L,K", RAGGED)
 def test_cuda_ragged(B, C, E, L, K, tf32):
-    out, expected, _ = run_cuda_case(B, C, E, L, K, tf32, seed=B * 7 + L)
-    assert_matches(out, expected, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({kernel_path(C, E, K)})")
+    out, x, ref = run_fused(B, C, E, L, K, tf32, seed=B * 7 + L)
+    check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({kernel_path(C, E, K)})")
 
 
 @requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 @pytest.mark.parametrize("C,E,K", [(256, 512, 9), (24, 40, 31)])
-def test_cuda_padding_edges(C, E, K):
-    """The conv pads h1 with zeros, not b1: a large b1 makes that visible at
-    the first and last K//2 positions."""
+def test_cuda_padding_edges(C, E, K, tf32):
+    """The conv pads h1 with zeros, not b1: a large b1 makes a wrong pad show
+    at the first and last K//2 positions."""
     ref, new = make_pair(C, E, K, seed=11, device="cuda")
     with torch.no_grad():
         for m in (ref, new):
             m.pointwise.bias.copy_(torch.linspace(2.0, 6.0, E, device="cuda"))
     x = torch.randn(2, C, 300, device="cuda")
     half = K // 2
-    with torch.no_grad():
-        expected, out = ref(x), new(x)
-    assert_matches(out[..., :half], expected[..., :half], f"first {half} positions C={C} K={K}")
-    assert_matches(out[..., -half:], expected[..., -half:], f"last {half} positions C={C} K={K}")
-    assert_matches(out, expected, f"all positions C={C} K={K}")
+    with cudnn_tf32(tf32), torch.no_grad():
+        out = new(x)
+    for name, cols in (("first", slice(0, half)), ("last", slice(-half, None)), ("all", slice(None))):
+        check_cuda(out, x, ref, tf32, f"{name} {half} positions C={C} K={K} tf32={tf32}", cols)
 
 
 @requires_cuda
@@ -269,8 +318,10 @@ def test_cuda_non_contiguous_input():
     base = torch.randn(3, 300, 128, device="cuda")
     x = base.transpose(1, 2)[:, ::2, 5:290]  # [3, 64, 285], no unit stride along L
     assert not x.is_contiguous()
-    with torch.no_grad():
-        assert_matches(new(x), ref(x), "non-contiguous x")
+    for tf32 in (True, False):
+        with cudnn_tf32(tf32), torch.no_grad():
+            out = new(x)
+        check_cuda(out, x, ref, tf32, f"non-contiguous x tf32={tf32}")
 
 
 @requires_cuda
@@ -278,20 +329,20 @@ def test_cuda_non_default_stream():
     ref, new = make_pair(128, 256, 9, seed=3, device="cuda")
     x = torch.randn(4, 128, 999, device="cuda")
     with torch.no_grad():
-        expected = ref(x)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             out = new(x)
-        stream.synchronize()
-    assert_matches(out, expected, "non-default stream")
+        torch.cuda.current_stream().wait_stream(stream)
+    check_cuda(out, x, ref, torch.backends.cudnn.allow_tf32, "non-default stream")
 
 
 @requires_cuda
-def test_cuda_graph_capture_and_replay():
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+def test_cuda_graph_capture_and_replay(tf32):
     ref, new = make_pair(64, 128, 9, seed=4, device="cuda")
     static_x = torch.randn(2, 64, 513, device="cuda")
-    with torch.no_grad():
+    with cudnn_tf32(tf32), torch.no_grad():
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -300,11 +351,11 @@ def test_cuda_graph_capture_and_replay():
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_y = new(static_x)
-        for _ in range(2):
-            static_x.copy_(torch.randn_like(static_x))
-            graph.replay()
-            torch.cuda.synchronize()
-            assert_matches(static_y, ref(static_x), "CUDA graph replay")
+    for _ in range(2):  # the flag was baked in at capture; replay under the same one
+        static_x.copy_(torch.randn_like(static_x))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_cuda(static_y, static_x, ref, tf32, f"CUDA graph replay tf32={tf32}")
 
 
 @requires_cuda
@@ -369,15 +420,32 @@ def test_cuda_errors():
     with pytest.raises(ValueError, match=r"x is on cpu but w1 is on cuda:0"):
         new(torch.randn(2, 8, 10))
     _, big_k = make_pair(2, 2, 100001, device="cuda")
-    with pytest.raises(RuntimeError, match="kernel_size 100001 is larger than the CUDA kernel's limit"):
+    with pytest.raises(ValueError, match="kernel_size 100001 is larger than the CUDA kernel's limit"):
         big_k(torch.randn(1, 2, 10, device="cuda"))
-    # The C++ entry checks on its own too.
-    from fused_dwsep import _ext
 
-    w = [t.detach() for t in weights(new)]
-    with pytest.raises(RuntimeError, match=r"w2 must be \[8, 16\]"):
-        _ext.forward(torch.randn(2, 8, 10, device="cuda"), w[0][..., 0], w[1], w[2][:, 0], w[3],
-                     torch.randn(8, 15, device="cuda"), w[5], True)
+
+@requires_cuda
+def test_cuda_cpp_entry_checks_its_inputs():
+    """The binding validates on its own (fused_dwsep.py checks first, so users
+    never reach these). Run in a child process so that a crash fails this test
+    instead of ending the session."""
+    code = textwrap.dedent(
+        """
+        import torch, fused_dwsep
+        x = torch.randn(2, 8, 10, device="cuda")
+        w1, b1, wd, bd = (torch.randn(16, 8, device="cuda"), torch.randn(16, device="cuda"),
+                          torch.randn(16, 3, device="cuda"), torch.randn(16, device="cuda"))
+        try:
+            fused_dwsep._ext.forward(x, w1, b1, wd, bd, torch.randn(8, 15, device="cuda"),
+                                     torch.randn(8, device="cuda"), True)
+        except RuntimeError as e:
+            print("raised:", e)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
+    assert "raised: fused_dwsep: w2 must be [8, 16], got [8, 15]" in done.stdout, done.stdout
 
 
 @requires_cuda
@@ -385,5 +453,6 @@ def test_cuda_functional_matches_module():
     ref, new = make_pair(32, 48, 5, seed=9, device="cuda")
     x = torch.randn(2, 32, 77, device="cuda")
     with torch.no_grad():
-        assert torch.equal(fused_dwsep(x, *weights(new)), new(x))
-        assert_matches(new(x), fused_dwsep_reference(x, *weights(ref)), "functional")
+        out = fused_dwsep(x, *weights(new))
+        assert torch.equal(out, new(x))
+    check_cuda(out, x, ref, torch.backends.cudnn.allow_tf32, "functional")
