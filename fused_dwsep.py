@@ -15,6 +15,7 @@ to TF32 (round-to-nearest) with fp32 accumulation; False is fp32-accurate.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -158,40 +159,47 @@ def _check_inputs(x, w1, b1, wd, bd, w2, b2) -> None:
             raise ValueError(f"fused_dwsep: x is on {x.device} but {name} is on {t.device}")
 
 
+@functools.lru_cache(maxsize=256)
+def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[int, int]:
+    """(largest K the CUDA kernels take, scratch floats) for a shape on a GPU."""
+    with torch.cuda.device(device_index):
+        return _ext.max_kernel_size(), _ext.workspace_floats(C, E, K, tf32)
+
+
 def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
     if _ext is None:  # pragma: no cover - CUDA tensors exist only where CUDA does
         raise RuntimeError("fused_dwsep: the CUDA kernel was not built in this process")
     if x.dtype != torch.float32:
         raise TypeError(f"fused_dwsep: the CUDA kernel supports float32 only, got {x.dtype}")
     E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
-    limit = _max_kernel_size(x.device)
-    if K > limit:
+    tf32 = torch.backends.cudnn.allow_tf32
+    index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    max_k, ws_floats = _launch_info(index, C, E, K, tf32)
+    if K > max_k:
         raise ValueError(
-            f"fused_dwsep: kernel_size {K} is larger than the CUDA kernel's limit {limit} on "
-            f"{torch.cuda.get_device_name(x.device)} (shared memory); run such sizes on the CPU"
+            f"fused_dwsep: kernel_size {K} is larger than the CUDA kernel's limit {max_k} on "
+            f"{torch.cuda.get_device_name(index)} (shared memory); run such sizes on the CPU"
         )
-    return _ext.forward(
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    if x.numel() == 0:
+        return y
+    workspace = torch.empty(ws_floats, dtype=torch.float32, device=x.device)
+    error = _ext.forward(
+        y,
         x,
-        w1.reshape(E, C),
-        b1,
-        wd.reshape(E, K),
-        bd,
-        w2.reshape(C, E),
-        b2,
-        torch.backends.cudnn.allow_tf32,
+        w1.reshape(E, C).contiguous(),
+        b1.contiguous(),
+        wd.reshape(E, K).contiguous(),
+        bd.contiguous(),
+        w2.reshape(C, E).contiguous(),
+        b2.contiguous(),
+        workspace,
+        tf32,
     )
-
-
-_MAX_KERNEL_SIZE: dict[int, int] = {}
-
-
-def _max_kernel_size(device: torch.device) -> int:
-    """Largest K the CUDA kernels take on `device` (queried once per device)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _MAX_KERNEL_SIZE:
-        with torch.cuda.device(index):
-            _MAX_KERNEL_SIZE[index] = _ext.max_kernel_size()
-    return _MAX_KERNEL_SIZE[index]
+    if error:
+        raise RuntimeError(error)
+    return y
 
 
 class _FusedDwsepFunction(torch.autograd.Function):

@@ -1,112 +1,133 @@
 // fused_dwsep.cpp: the PyTorch binding for the fused kernel in fused_dwsep.cu.
-// Checks tensors (naming the op and the problem), takes a device guard and the
-// current stream, allocates the output and the scratch, launches, and turns a
-// CUDA error into a Python exception. fused_dwsep.py validates first, with
-// friendlier messages; these checks keep the C++ entry safe on its own.
+//
+// fused_dwsep.py validates the inputs (with the user-facing messages),
+// allocates the output and the scratch, and calls forward(). The binding checks
+// again on its own, takes a device guard and the current stream, and launches.
+// It reports every problem as a returned message (empty on success) instead of
+// throwing: a C++ exception thrown from this extension was seen to end the
+// process on the H200 image (kernels/NOTES.md), so nothing here throws for
+// bad input; fused_dwsep.py raises the Python exception.
 
 #include <torch/extension.h>
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "fused_dwsep.h"
 
 namespace {
 
-std::string shape_str(const at::Tensor& t) { return c10::str(t.sizes()); }
-
-void check_param(const at::Tensor& t, const char* name, at::IntArrayRef shape, const at::Tensor& x) {
-  TORCH_CHECK(t.device() == x.device(), "fused_dwsep: ", name, " is on ", t.device(),
-              " but x is on ", x.device());
-  TORCH_CHECK(t.scalar_type() == x.scalar_type(), "fused_dwsep: ", name, " has dtype ",
-              t.scalar_type(), " but x has dtype ", x.scalar_type());
-  TORCH_CHECK(t.sizes() == shape, "fused_dwsep: ", name, " must be ", shape, ", got ", shape_str(t));
+std::string shape_str(at::IntArrayRef sizes) {
+  std::ostringstream s;
+  s << sizes;
+  return s.str();
 }
 
-fused_dwsep::Params make_params(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& b1,
-                                const at::Tensor& wd, const at::Tensor& bd, const at::Tensor& w2,
-                                const at::Tensor& b2, bool allow_tf32) {
-  fused_dwsep::Params p{};
-  p.x = x.data_ptr<float>();
-  p.w1 = w1.data_ptr<float>();
-  p.b1 = b1.data_ptr<float>();
-  p.wd = wd.data_ptr<float>();
-  p.bd = bd.data_ptr<float>();
-  p.w2 = w2.data_ptr<float>();
-  p.b2 = b2.data_ptr<float>();
-  p.B = x.size(0);
-  p.C = x.size(1);
-  p.L = x.size(2);
-  p.E = w1.size(0);
-  p.K = wd.size(1);
-  p.tf32 = allow_tf32;
-  return p;
+// "" when t is a contiguous float32 tensor of `shape` on x's device.
+std::string check_tensor(const at::Tensor& t, const char* name, const std::vector<int64_t>& shape,
+                         const at::Tensor& x) {
+  std::ostringstream s;
+  if (!t.defined()) {
+    s << "fused_dwsep: " << name << " is undefined";
+  } else if (t.device() != x.device()) {
+    s << "fused_dwsep: " << name << " is on " << t.device() << " but x is on " << x.device();
+  } else if (t.scalar_type() != at::kFloat) {
+    s << "fused_dwsep: " << name << " must be float32, got " << t.scalar_type();
+  } else if (t.sizes() != at::IntArrayRef(shape)) {
+    s << "fused_dwsep: " << name << " must be " << shape_str(shape) << ", got " << shape_str(t.sizes());
+  } else if (!t.is_contiguous()) {
+    s << "fused_dwsep: " << name << " must be contiguous";
+  }
+  return s.str();
 }
 
 }  // namespace
 
-// x [B, C, L]; w1 [E, C]; b1 [E]; wd [E, K]; bd [E]; w2 [C, E]; b2 [C]; all
-// float32 on one CUDA device. Returns a new [B, C, L] tensor.
-at::Tensor fused_dwsep_forward(const at::Tensor& x_in, const at::Tensor& w1_in,
-                               const at::Tensor& b1_in, const at::Tensor& wd_in,
-                               const at::Tensor& bd_in, const at::Tensor& w2_in,
-                               const at::Tensor& b2_in, bool allow_tf32) {
-  TORCH_CHECK(x_in.is_cuda(), "fused_dwsep: x must be a CUDA tensor, got ", x_in.device());
-  TORCH_CHECK(x_in.dim() == 3, "fused_dwsep: x must be [B, C, L], got ", shape_str(x_in));
-  TORCH_CHECK(x_in.scalar_type() == at::kFloat,
-              "fused_dwsep: the CUDA kernel takes float32, got ", x_in.scalar_type());
-  TORCH_CHECK(w1_in.dim() == 2 && wd_in.dim() == 2,
-              "fused_dwsep: w1 must be [E, C] and wd [E, K], got ", shape_str(w1_in), " and ",
-              shape_str(wd_in));
-  const int64_t C = x_in.size(1), E = w1_in.size(0), K = wd_in.size(1);
-  check_param(w1_in, "w1", {E, C}, x_in);
-  check_param(b1_in, "b1", {E}, x_in);
-  check_param(wd_in, "wd", {E, K}, x_in);
-  check_param(bd_in, "bd", {E}, x_in);
-  check_param(w2_in, "w2", {C, E}, x_in);
-  check_param(b2_in, "b2", {C}, x_in);
-  TORCH_CHECK(K % 2 == 1, "fused_dwsep: kernel_size must be odd, got ", K);
+// y = block(x), written into y. Shapes: x, y [B, C, L]; w1 [E, C]; b1 [E];
+// wd [E, K]; bd [E]; w2 [C, E]; b2 [C]; workspace [workspace_floats(...)];
+// all contiguous float32 on one CUDA device. Returns "" or an error message.
+std::string fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w1,
+                                const at::Tensor& b1, const at::Tensor& wd, const at::Tensor& bd,
+                                const at::Tensor& w2, const at::Tensor& b2,
+                                const at::Tensor& workspace, bool allow_tf32) {
+  if (!x.defined() || !x.is_cuda() || x.dim() != 3 || w1.dim() != 2 || wd.dim() != 2) {
+    return "fused_dwsep: x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]";
+  }
+  const int64_t B = x.size(0), C = x.size(1), L = x.size(2), E = w1.size(0), K = wd.size(1);
+  const std::pair<const at::Tensor*, std::pair<const char*, std::vector<int64_t>>> expected[] = {
+      {&x, {"x", {B, C, L}}},   {&y, {"y", {B, C, L}}},   {&w1, {"w1", {E, C}}},
+      {&b1, {"b1", {E}}},       {&wd, {"wd", {E, K}}},    {&bd, {"bd", {E}}},
+      {&w2, {"w2", {C, E}}},    {&b2, {"b2", {C}}},
+  };
+  for (const auto& [t, spec] : expected) {
+    std::string err = check_tensor(*t, spec.first, spec.second, x);
+    if (!err.empty()) return err;
+  }
+  if (K % 2 != 1) return "fused_dwsep: kernel_size must be odd, got " + std::to_string(K);
+  if (x.numel() == 0) return "";
 
-  const c10::cuda::CUDAGuard guard(x_in.device());
-  const at::Tensor x = x_in.contiguous();
-  at::Tensor y = at::empty_like(x);
-  if (x.numel() == 0) return y;
-
-  const at::Tensor w1 = w1_in.contiguous(), b1 = b1_in.contiguous(), wd = wd_in.contiguous();
-  const at::Tensor bd = bd_in.contiguous(), w2 = w2_in.contiguous(), b2 = b2_in.contiguous();
-  fused_dwsep::Params p = make_params(x, w1, b1, wd, bd, w2, b2, allow_tf32);
-  p.y = y.data_ptr<float>();
-
+  const c10::cuda::CUDAGuard guard(x.device());
   const int device = x.get_device();
-  const int64_t max_k = fused_dwsep::max_kernel_size(device);
-  TORCH_CHECK(K <= max_k, "fused_dwsep: kernel_size ", K, " is larger than the CUDA kernel's limit ",
-              max_k, " on this GPU (shared memory); run the module on the CPU for such sizes");
+  fused_dwsep::Params p{};
+  p.x = static_cast<const float*>(x.data_ptr());
+  p.w1 = static_cast<const float*>(w1.data_ptr());
+  p.b1 = static_cast<const float*>(b1.data_ptr());
+  p.wd = static_cast<const float*>(wd.data_ptr());
+  p.bd = static_cast<const float*>(bd.data_ptr());
+  p.w2 = static_cast<const float*>(w2.data_ptr());
+  p.b2 = static_cast<const float*>(b2.data_ptr());
+  p.y = static_cast<float*>(y.data_ptr());
+  p.B = B;
+  p.C = C;
+  p.E = E;
+  p.L = L;
+  p.K = K;
+  p.tf32 = allow_tf32;
 
-  at::Tensor workspace;
-  const size_t ws_floats = fused_dwsep::workspace_floats(p, device);
+  const int64_t max_k = fused_dwsep::max_kernel_size(device);
+  if (K > max_k) {
+    return "fused_dwsep: kernel_size " + std::to_string(K) + " is larger than the CUDA kernel's limit " +
+           std::to_string(max_k) + " on this GPU";
+  }
+  const int64_t ws_floats = static_cast<int64_t>(fused_dwsep::workspace_floats(p, device));
   if (ws_floats > 0) {
-    workspace = at::empty({static_cast<int64_t>(ws_floats)}, x.options());
-    p.workspace = workspace.data_ptr<float>();
+    std::string err = check_tensor(workspace, "workspace", {ws_floats}, x);
+    if (!err.empty()) return err;
+    p.workspace = static_cast<float*>(workspace.data_ptr());
   }
   const cudaError_t err = fused_dwsep::launch(p, at::cuda::getCurrentCUDAStream(device).stream());
-  TORCH_CHECK(err == cudaSuccess, "fused_dwsep: kernel launch failed: ", cudaGetErrorString(err));
-  return y;
+  if (err != cudaSuccess) return std::string("fused_dwsep: kernel launch failed: ") + cudaGetErrorString(err);
+  return "";
+}
+
+// Floats of scratch forward() needs for this shape on the current device.
+int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+  fused_dwsep::Params p{};
+  p.B = p.L = 1;
+  p.C = C;
+  p.E = E;
+  p.K = K;
+  p.tf32 = allow_tf32;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  return static_cast<int64_t>(fused_dwsep::workspace_floats(p, device));
 }
 
 // Which kernel serves a shape on the current device: "tensor_core", "general"
 // or "unsupported". For tests and the benchmark's table.
 std::string fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   fused_dwsep::Params p{};
-  p.B = 1;
+  p.B = p.L = 1;
   p.C = C;
   p.E = E;
-  p.L = 1;
   p.K = K;
   p.tf32 = allow_tf32;
   int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
+  if (cudaGetDevice(&device) != cudaSuccess) return "unsupported";
   switch (fused_dwsep::select_path(p, device)) {
     case fused_dwsep::Path::kTensorCore: return "tensor_core";
     case fused_dwsep::Path::kGeneral: return "general";
@@ -116,17 +137,14 @@ std::string fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
 
 int64_t fused_dwsep_max_kernel_size() {
   int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
   return fused_dwsep::max_kernel_size(device);
 }
 
-// wrap_pybind_function turns c10::Error into the matching Python exception
-// with the message alone (no C++ backtrace to symbolize).
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", torch::wrap_pybind_function(fused_dwsep_forward),
-        "fused_dwsep forward (CUDA, float32)");
-  m.def("path", torch::wrap_pybind_function(fused_dwsep_path),
-        "which kernel serves (C, E, K) on the current device");
-  m.def("max_kernel_size", torch::wrap_pybind_function(fused_dwsep_max_kernel_size),
+  m.def("forward", &fused_dwsep_forward, "fused_dwsep forward into y; returns '' or an error");
+  m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
+  m.def("path", &fused_dwsep_path, "which kernel serves (C, E, K) on the current device");
+  m.def("max_kernel_size", &fused_dwsep_max_kernel_size,
         "largest odd kernel_size the CUDA kernels take on the current device");
 }
