@@ -8,15 +8,18 @@ and refuses an all-zero or non-finite output.
 """
 
 import contextlib
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import fused_dwsep as fd
 from fused_dwsep import ModelNew, fused_dwsep, fused_dwsep_reference, kernel_path
 from reference_model import Model
 
@@ -238,6 +241,30 @@ def test_functional_rejects_bad_weights(index, shape, match):
     args[index] = torch.randn(shape)
     with pytest.raises(ValueError, match=match):
         fused_dwsep(torch.randn(2, 8, 10), *args)
+
+
+def test_build_cache_key_follows_sources_and_flags(tmp_path, monkeypatch):
+    """A change to any source or flag gets a new build folder (so it rebuilds);
+    the same inputs find the same folder (so a second process reuses it)."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    base = fd._build_dir({"fused_dwsep.cu": "a", "fused_dwsep.cpp": "b"}, ["-O3"])
+    assert base == fd._build_dir({"fused_dwsep.cu": "a", "fused_dwsep.cpp": "b"}, ["-O3"])
+    assert base.parent == tmp_path and base.name.startswith("fused_dwsep_")
+    assert base != fd._build_dir({"fused_dwsep.cu": "a!", "fused_dwsep.cpp": "b"}, ["-O3"])
+    assert base != fd._build_dir({"fused_dwsep.cu": "a", "fused_dwsep.cpp": "b"}, ["-O2"])
+
+
+def test_stale_build_lock_is_cleared_fresh_one_kept(tmp_path):
+    """A lock left by a killed build would make every later import wait forever."""
+    lock = tmp_path / "lock"
+    lock.touch()
+    fd._clear_stale_lock(tmp_path)
+    assert lock.exists(), "a build in progress must keep its lock"
+    old = time.time() - fd._STALE_LOCK_SECONDS - 60
+    os.utime(lock, (old, old))
+    with pytest.warns(UserWarning, match="stale build lock"):
+        fd._clear_stale_lock(tmp_path)
+    assert not lock.exists()
 
 
 # ----------------------------------------------------------------------------
