@@ -15,8 +15,8 @@
 //   (136 columns) is staged once in shared memory. For each chunk of 64
 //   expanded channels: GEMM1 [64 x C] x [C x 136] -> h1 (shared, + b1, and
 //   forced to 0 at positions outside [0, L) so padding contributes 0, not b1);
-//   depthwise + bd + GELU -> h3 [64 x 128] (shared); GEMM2 [C x 64] x
-//   [64 x 128] accumulates into registers. The epilogue adds b2 and x and
+//   depthwise + bd + GELU -> h3 [64 x 128], in place over h1; GEMM2
+//   [C x 64] x [64 x 128] accumulates into registers. The epilogue adds b2 and x and
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
 // * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
@@ -715,7 +715,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
     constexpr int kPackThreads = 256, kPackBlocks = 512;
     tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    // One CTA per (batch row, 128-position tile); 204 KB of shared memory
+    // One CTA per (batch row, 128-position tile); 226 KB of shared memory
     // means one CTA per SM, so the grid runs in waves.
     const int64_t blocks = p.B * ceil_div(p.L, tc::kTileT);
     if (blocks > INT32_MAX) return cudaErrorInvalidValue;
