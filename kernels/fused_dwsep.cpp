@@ -104,31 +104,30 @@ std::string fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const 
   return "";
 }
 
-// Floats of scratch forward() needs for this shape on the current device.
-int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+// The sizes that decide the path and the scratch (B and L do not).
+fused_dwsep::Params shape_params(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   fused_dwsep::Params p{};
   p.B = p.L = 1;
   p.C = C;
   p.E = E;
   p.K = K;
   p.tf32 = allow_tf32;
+  return p;
+}
+
+// Floats of scratch forward() needs for this shape on the current device.
+int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  return static_cast<int64_t>(fused_dwsep::workspace_floats(p, device));
+  return static_cast<int64_t>(fused_dwsep::workspace_floats(shape_params(C, E, K, allow_tf32), device));
 }
 
 // Which kernel serves a shape on the current device: "tensor_core", "general"
 // or "unsupported". For tests and the benchmark's table.
 std::string fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
-  fused_dwsep::Params p{};
-  p.B = p.L = 1;
-  p.C = C;
-  p.E = E;
-  p.K = K;
-  p.tf32 = allow_tf32;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return "unsupported";
-  switch (fused_dwsep::select_path(p, device)) {
+  switch (fused_dwsep::select_path(shape_params(C, E, K, allow_tf32), device)) {
     case fused_dwsep::Path::kTensorCore: return "tensor_core";
     case fused_dwsep::Path::kGeneral: return "general";
     default: return "unsupported";
