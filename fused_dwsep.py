@@ -185,7 +185,7 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
     if x.numel() == 0:
         return y
     workspace = torch.empty(ws_floats, dtype=torch.float32, device=x.device)
-    error = _ext.forward(
+    _forward_into(
         y,
         x,
         w1.reshape(E, C).contiguous(),
@@ -197,9 +197,45 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
         workspace,
         tf32,
     )
-    if error:
-        raise RuntimeError(error)
     return y
+
+
+# The binding's error codes (kernels/fused_dwsep.cpp, ErrorKind): kind * 1000 +
+# the index of the tensor concerned, in _forward_into's argument order.
+_BINDING_ERROR_STRIDE = 1000
+_BINDING_TENSORS = ("y", "x", "w1", "b1", "wd", "bd", "w2", "b2", "workspace")
+_BINDING_ERRORS = {
+    1: "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]",
+    2: "{name} is undefined",
+    3: "{name} is on {device} but x is on {x_device}",
+    4: "{name} must be float32, got {dtype}",
+    5: "{name} must be {expected}, got {shape}",
+    6: "{name} must be contiguous",
+    7: "kernel_size must be odd",
+    8: "kernel_size is larger than the CUDA kernel's limit on this GPU",
+    9: "kernel launch failed: {cuda_error}",
+}
+
+
+def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
+    """Launch the kernel into y ([B, C, L]) from 2-D weights (w1 [E, C],
+    wd [E, K], w2 [C, E]); raise with the binding's reason when it refuses."""
+    code = _ext.forward(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32)
+    if code == 0:
+        return
+    kind, detail = divmod(code, _BINDING_ERROR_STRIDE)
+    template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
+    fields = {"code": code, "cuda_error": f"{_ext.error_string(detail)} ({detail})" if kind == 9 else ""}
+    if kind in (2, 3, 4, 5, 6):
+        tensors = (y, x, w1, b1, wd, bd, w2, b2, workspace)
+        t = tensors[detail]
+        B, C, L = x.shape
+        E, K = w1.shape[0], wd.shape[1]
+        ws_floats = _ext.workspace_floats(C, E, K, tf32)
+        expected = ([B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [ws_floats])[detail]
+        fields.update(name=_BINDING_TENSORS[detail], expected=expected, shape=list(t.shape),
+                      dtype=t.dtype, device=t.device, x_device=x.device)
+    raise RuntimeError("fused_dwsep: " + template.format(**fields))
 
 
 class _FusedDwsepFunction(torch.autograd.Function):
@@ -241,12 +277,17 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
     return _cuda_forward(*params)
 
 
+# fused_dwsep::Path in kernels/fused_dwsep.h, by value.
+_KERNEL_PATHS = ("tensor_core", "general", "unsupported")
+
+
 def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
     """Which CUDA kernel serves this shape on the current device:
     'tensor_core', 'general' or 'unsupported' (K too large); 'cpu' without CUDA."""
     if _ext is None:
         return "cpu"
-    return _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)
+    path = _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)
+    return _KERNEL_PATHS[path]
 
 
 # ----------------------------------------------------------------------------

@@ -467,17 +467,34 @@ def test_cuda_cpp_entry_checks_its_inputs():
         w1, b1, wd, bd = (torch.randn(16, 8, **cuda), torch.randn(16, **cuda),
                           torch.randn(16, 3, **cuda), torch.randn(16, **cuda))
         ws = torch.empty(fused_dwsep._ext.workspace_floats(8, 16, 3, True), **cuda)
-        print("bad w2:", fused_dwsep._ext.forward(y, x, w1, b1, wd, bd, torch.randn(8, 15, **cuda),
-                                                  torch.randn(8, **cuda), ws, True))
-        print("bad ws:", fused_dwsep._ext.forward(y, x, w1, b1, wd, bd, torch.randn(8, 16, **cuda),
-                                                  torch.randn(8, **cuda), ws[:1], True))
+        w2, b2 = torch.randn(8, 16, **cuda), torch.randn(8, **cuda)
+        cases = {
+            "bad w2": (y, x, w1, b1, wd, bd, torch.randn(8, 15, **cuda), b2, ws),
+            "bad ws": (y, x, w1, b1, wd, bd, w2, b2, ws[:1]),
+            "bad b1 dtype": (y, x, w1, b1.double(), wd, bd, w2, b2, ws),
+            "bad y layout": (y.transpose(1, 2).contiguous().transpose(1, 2), x, w1, b1, wd, bd, w2, b2, ws),
+            "even K": (y, x, w1, b1, torch.randn(16, 4, **cuda), bd, w2, b2, ws),
+        }
+        for name, args in cases.items():
+            try:
+                fused_dwsep._forward_into(*args, True)
+                print(name + ": no error")
+            except RuntimeError as e:
+                print(name + ":", e)
+        fused_dwsep._forward_into(y, x, w1, b1, wd, bd, w2, b2, ws, True)
+        print("good call finite:", bool(torch.isfinite(y).all()))
         """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).resolve().parent)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
-    assert "bad w2: fused_dwsep: w2 must be [8, 16], got [8, 15]" in done.stdout, done.stdout
-    assert "bad ws: fused_dwsep: workspace must be [" in done.stdout, done.stdout
+    out = done.stdout
+    assert "bad w2: fused_dwsep: w2 must be [8, 16], got [8, 15]" in out, out
+    assert "bad ws: fused_dwsep: workspace must be [" in out, out
+    assert "bad b1 dtype: fused_dwsep: b1 must be float32, got torch.float64" in out, out
+    assert "bad y layout: fused_dwsep: y must be contiguous" in out, out
+    assert "even K: fused_dwsep: kernel_size must be odd" in out, out
+    assert "good call finite: True" in out, out
 
 
 @requires_cuda

@@ -3,75 +3,98 @@
 // fused_dwsep.py validates the inputs (with the user-facing messages),
 // allocates the output and the scratch, and calls forward(). The binding checks
 // again on its own, takes a device guard and the current stream, and launches.
-// It reports every problem as a returned message (empty on success) instead of
-// throwing: a C++ exception thrown from this extension was seen to end the
-// process on the H200 image (kernels/NOTES.md), so nothing here throws for
-// bad input; fused_dwsep.py raises the Python exception.
+// It reports every problem as a small integer code (0 on success) that
+// fused_dwsep.py turns into an exception with the message: no C++ exception
+// and no std::string crosses from here into torch or Python (both ended the
+// process on the H200 image; kernels/NOTES.md has the history).
 
 #include <torch/extension.h>
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <sstream>
-#include <string>
-#include <vector>
+#include <cstdint>
 
 #include "fused_dwsep.h"
 
 namespace {
 
-std::string shape_str(at::IntArrayRef sizes) {
-  std::ostringstream s;
-  s << sizes;
-  return s.str();
+// forward()'s return value: kind * kErrorStride + the index of the tensor it
+// concerns in forward()'s argument order (y, x, w1, b1, wd, bd, w2, b2,
+// workspace). fused_dwsep.py keeps the same table (_BINDING_ERRORS).
+enum ErrorKind : int64_t {
+  kOk = 0,
+  kNotCudaOrRank = 1,  // x not a CUDA [B, C, L] tensor, or w1 / wd not 2-D
+  kUndefined = 2,
+  kWrongDevice = 3,
+  kNotFloat32 = 4,
+  kWrongShape = 5,
+  kNotContiguous = 6,
+  kEvenKernel = 7,
+  kKernelTooLarge = 8,
+  kLaunchFailed = 9,  // + the cudaError_t, see error_string()
+};
+constexpr int64_t kErrorStride = 1000;
+
+int64_t error(ErrorKind kind, int64_t detail) { return kind * kErrorStride + detail; }
+
+// kOk when t is a contiguous float32 tensor of `shape` on x's device.
+template <size_t N>
+int64_t check_tensor(const at::Tensor& t, int64_t index, const int64_t (&shape)[N], const at::Tensor& x) {
+  if (!t.defined()) return error(kUndefined, index);
+  if (t.device() != x.device()) return error(kWrongDevice, index);
+  if (t.scalar_type() != at::kFloat) return error(kNotFloat32, index);
+  if (t.dim() != static_cast<int64_t>(N)) return error(kWrongShape, index);
+  for (size_t d = 0; d < N; ++d) {
+    if (t.size(d) != shape[d]) return error(kWrongShape, index);
+  }
+  if (!t.is_contiguous()) return error(kNotContiguous, index);
+  return kOk;
 }
 
-// "" when t is a contiguous float32 tensor of `shape` on x's device.
-std::string check_tensor(const at::Tensor& t, const char* name, const std::vector<int64_t>& shape,
-                         const at::Tensor& x) {
-  std::ostringstream s;
-  if (!t.defined()) {
-    s << "fused_dwsep: " << name << " is undefined";
-  } else if (t.device() != x.device()) {
-    s << "fused_dwsep: " << name << " is on " << t.device() << " but x is on " << x.device();
-  } else if (t.scalar_type() != at::kFloat) {
-    s << "fused_dwsep: " << name << " must be float32, got " << t.scalar_type();
-  } else if (t.sizes() != at::IntArrayRef(shape)) {
-    s << "fused_dwsep: " << name << " must be " << shape_str(shape) << ", got " << shape_str(t.sizes());
-  } else if (!t.is_contiguous()) {
-    s << "fused_dwsep: " << name << " must be contiguous";
-  }
-  return s.str();
+// The sizes that decide the path and the scratch (B and L do not).
+fused_dwsep::Params shape_params(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+  fused_dwsep::Params p{};
+  p.B = p.L = 1;
+  p.C = C;
+  p.E = E;
+  p.K = K;
+  p.tf32 = allow_tf32;
+  return p;
 }
 
 }  // namespace
 
 // y = block(x), written into y. Shapes: x, y [B, C, L]; w1 [E, C]; b1 [E];
 // wd [E, K]; bd [E]; w2 [C, E]; b2 [C]; workspace [workspace_floats(...)];
-// all contiguous float32 on one CUDA device. Returns "" or an error message.
-std::string fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w1,
-                                const at::Tensor& b1, const at::Tensor& wd, const at::Tensor& bd,
-                                const at::Tensor& w2, const at::Tensor& b2,
-                                const at::Tensor& workspace, bool allow_tf32) {
-  if (!x.defined() || !x.is_cuda() || x.dim() != 3 || w1.dim() != 2 || wd.dim() != 2) {
-    return "fused_dwsep: x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]";
+// all contiguous float32 on one CUDA device. Returns 0 or an error code.
+int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w1,
+                            const at::Tensor& b1, const at::Tensor& wd, const at::Tensor& bd,
+                            const at::Tensor& w2, const at::Tensor& b2, const at::Tensor& workspace,
+                            bool allow_tf32) {
+  if (!x.defined() || !x.is_cuda() || x.dim() != 3 || !w1.defined() || w1.dim() != 2 ||
+      !wd.defined() || wd.dim() != 2) {
+    return error(kNotCudaOrRank, 0);
   }
   const int64_t B = x.size(0), C = x.size(1), L = x.size(2), E = w1.size(0), K = wd.size(1);
-  const std::pair<const at::Tensor*, std::pair<const char*, std::vector<int64_t>>> expected[] = {
-      {&x, {"x", {B, C, L}}},   {&y, {"y", {B, C, L}}},   {&w1, {"w1", {E, C}}},
-      {&b1, {"b1", {E}}},       {&wd, {"wd", {E, K}}},    {&bd, {"bd", {E}}},
-      {&w2, {"w2", {C, E}}},    {&b2, {"b2", {C}}},
+  const int64_t act_shape[] = {B, C, L}, w1_shape[] = {E, C}, wd_shape[] = {E, K},
+                w2_shape[] = {C, E}, e_shape[] = {E}, c_shape[] = {C};
+  const int64_t checks[] = {
+      check_tensor(y, 0, act_shape, x),  check_tensor(x, 1, act_shape, x),
+      check_tensor(w1, 2, w1_shape, x),  check_tensor(b1, 3, e_shape, x),
+      check_tensor(wd, 4, wd_shape, x),  check_tensor(bd, 5, e_shape, x),
+      check_tensor(w2, 6, w2_shape, x),  check_tensor(b2, 7, c_shape, x),
   };
-  for (const auto& [t, spec] : expected) {
-    std::string err = check_tensor(*t, spec.first, spec.second, x);
-    if (!err.empty()) return err;
+  for (const int64_t code : checks) {
+    if (code != kOk) return code;
   }
-  if (K % 2 != 1) return "fused_dwsep: kernel_size must be odd, got " + std::to_string(K);
-  if (x.numel() == 0) return "";
+  if (K % 2 != 1) return error(kEvenKernel, 0);
+  if (x.numel() == 0) return kOk;
 
   const c10::cuda::CUDAGuard guard(x.device());
   const int device = x.get_device();
+  if (K > fused_dwsep::max_kernel_size(device)) return error(kKernelTooLarge, 0);
+
   fused_dwsep::Params p{};
   p.x = static_cast<const float*>(x.data_ptr());
   p.w1 = static_cast<const float*>(w1.data_ptr());
@@ -87,32 +110,20 @@ std::string fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const 
   p.L = L;
   p.K = K;
   p.tf32 = allow_tf32;
-
-  const int64_t max_k = fused_dwsep::max_kernel_size(device);
-  if (K > max_k) {
-    return "fused_dwsep: kernel_size " + std::to_string(K) + " is larger than the CUDA kernel's limit " +
-           std::to_string(max_k) + " on this GPU";
-  }
   const int64_t ws_floats = static_cast<int64_t>(fused_dwsep::workspace_floats(p, device));
   if (ws_floats > 0) {
-    std::string err = check_tensor(workspace, "workspace", {ws_floats}, x);
-    if (!err.empty()) return err;
+    const int64_t ws_shape[] = {ws_floats};
+    const int64_t code = check_tensor(workspace, 8, ws_shape, x);
+    if (code != kOk) return code;
     p.workspace = static_cast<float*>(workspace.data_ptr());
   }
   const cudaError_t err = fused_dwsep::launch(p, at::cuda::getCurrentCUDAStream(device).stream());
-  if (err != cudaSuccess) return std::string("fused_dwsep: kernel launch failed: ") + cudaGetErrorString(err);
-  return "";
+  return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
 }
 
-// The sizes that decide the path and the scratch (B and L do not).
-fused_dwsep::Params shape_params(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
-  fused_dwsep::Params p{};
-  p.B = p.L = 1;
-  p.C = C;
-  p.E = E;
-  p.K = K;
-  p.tf32 = allow_tf32;
-  return p;
+// The CUDA runtime's text for a cudaError_t (a static string: no allocation).
+const char* fused_dwsep_error_string(int64_t cuda_error) {
+  return cudaGetErrorString(static_cast<cudaError_t>(cuda_error));
 }
 
 // Floats of scratch forward() needs for this shape on the current device.
@@ -122,16 +133,11 @@ int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow
   return static_cast<int64_t>(fused_dwsep::workspace_floats(shape_params(C, E, K, allow_tf32), device));
 }
 
-// Which kernel serves a shape on the current device: "tensor_core", "general"
-// or "unsupported". For tests and the benchmark's table.
-std::string fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+// Which kernel serves a shape on the current device, as fused_dwsep::Path.
+int64_t fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return "unsupported";
-  switch (fused_dwsep::select_path(shape_params(C, E, K, allow_tf32), device)) {
-    case fused_dwsep::Path::kTensorCore: return "tensor_core";
-    case fused_dwsep::Path::kGeneral: return "general";
-    default: return "unsupported";
-  }
+  if (cudaGetDevice(&device) != cudaSuccess) return static_cast<int64_t>(fused_dwsep::Path::kUnsupported);
+  return static_cast<int64_t>(fused_dwsep::select_path(shape_params(C, E, K, allow_tf32), device));
 }
 
 int64_t fused_dwsep_max_kernel_size() {
@@ -141,7 +147,8 @@ int64_t fused_dwsep_max_kernel_size() {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &fused_dwsep_forward, "fused_dwsep forward into y; returns '' or an error");
+  m.def("forward", &fused_dwsep_forward, "fused_dwsep forward into y; returns 0 or an error code");
+  m.def("error_string", &fused_dwsep_error_string, "the CUDA runtime's text for an error number");
   m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
   m.def("path", &fused_dwsep_path, "which kernel serves (C, E, K) on the current device");
   m.def("max_kernel_size", &fused_dwsep_max_kernel_size,
