@@ -178,11 +178,18 @@ constexpr int kG2NTiles = kTileT / kMmaN;
 constexpr int kG2KSteps = kEChunk / kMmaK;
 static_assert(kG2MTiles * kMmaM * kWarps == kCMax, "GEMM2 warps cover kCMax rows");
 
-// Depthwise: each warp produces 8 rows of h3; each lane 4 positions per row.
+// Depthwise: each warp produces 8 rows of h3; each lane 4 consecutive
+// positions per row, from a 12-column window read as three 16-byte loads.
 constexpr int kDwRowsPerWarp = kEChunk / kWarps;
 constexpr int kDwColsPerLane = kTileT / kWarpSize;
+constexpr int kDwWindow = kDwColsPerLane + kMaxK - 1;
 static_assert(kDwRowsPerWarp * kWarps == kEChunk && kDwColsPerLane * kWarpSize == kTileT,
               "depthwise work splits evenly");
+static_assert(kDwColsPerLane == kVec && kDwWindow % kVec == 0, "windows are whole 16-byte loads");
+// Packed depthwise record per channel: kMaxK taps, bd, padding to 16 bytes.
+constexpr int kTapBias = kMaxK;
+constexpr int kTapRecord = 12;
+static_assert(kTapBias < kTapRecord && kTapRecord % kVec == 0, "record holds taps and bias");
 
 // Weight A fragments stream from L2 through a per-thread ring of 16-byte
 // slots in shared memory (cp.async, [slot][thread] so a warp's reads are
@@ -204,6 +211,9 @@ static_assert(kG1Stages<true> >= 2 && kG2Stages<true> >= 2, "the ring must doubl
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
 //   W2p: tiles of 16 output channels (C padded to kG2RowsPerWarp), k-steps over E.
 // With kSplit a second copy holds the low TF32 parts.
+//   taps: per expanded channel, kTapRecord floats: the K depthwise taps placed
+//   centred in kMaxK slots (zeros around them, so every K <= kMaxK runs the
+//   same unconditional 9-tap loop), then bd, then zeros.
 struct PackedLayout {
   int64_t C8, E64, C32;
   int64_t w1_floats, w2_floats;  // one copy each
@@ -211,11 +221,13 @@ struct PackedLayout {
   __host__ __device__ PackedLayout(int64_t C, int64_t E, bool tf32)
       : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), C32(round_up(C, kG2RowsPerWarp)),
         w1_floats(E64 * C8), w2_floats(C32 * E64), split(!tf32) {}
-  __host__ __device__ int64_t total_floats() const { return (w1_floats + w2_floats) * (split ? 2 : 1); }
+  __host__ __device__ int64_t weight_floats() const { return (w1_floats + w2_floats) * (split ? 2 : 1); }
+  __host__ __device__ int64_t total_floats() const { return weight_floats() + E64 * kTapRecord; }
   __host__ __device__ int64_t w1_hi() const { return 0; }
   __host__ __device__ int64_t w2_hi() const { return w1_floats; }
   __host__ __device__ int64_t w1_lo() const { return w1_floats + w2_floats; }
   __host__ __device__ int64_t w2_lo() const { return 2 * w1_floats + w2_floats; }
+  __host__ __device__ int64_t taps() const { return weight_floats(); }
 };
 
 // ---------------------------------------------------------------------------
@@ -250,6 +262,16 @@ __global__ void pack_weights_kernel(Params p) {
     ws[(first ? lay.w1_hi() : lay.w2_hi()) + j] = hi;
     if (lay.split) ws[(first ? lay.w1_lo() : lay.w2_lo()) + j] = tf32_round(v - hi);
   }
+  const int64_t tap_floats = lay.E64 * kTapRecord;
+  const int64_t first_tap = kMaxHalf - p.K / 2;  // slot of tap 0: centres the K taps
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tap_floats;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
+    float v = 0.0f;
+    if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = p.wd[e * p.K + k];
+    if (e < p.E && slot == kTapBias) v = p.bd[e];
+    ws[lay.taps() + i] = v;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -274,7 +296,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, q = lane % 4;
   const int C = static_cast<int>(p.C), E = static_cast<int>(p.E);
-  const int K = static_cast<int>(p.K);
   const int64_t L = p.L;
   const int64_t tiles_per_row = ceil_div(L, kTileT);
   const int64_t b = blockIdx.x / tiles_per_row;
@@ -339,7 +360,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const int g1_skip = g1n * (kG1NTilesPerWarp - kG1NStride);  // tiles the first half stores
   const int g2_row0 = warp * kG2RowsPerWarp;
   const bool g2_active = g2_row0 < C;  // warps past C have no output rows
-  const int dw_shift = kMaxHalf - K / 2;  // h1 column of tap 0 for output 0
   const int nchunks = static_cast<int>(lay.E64 / kEChunk);
   constexpr int kS1 = kG1Stages<kSplit>, kS2 = kG2Stages<kSplit>;
 
@@ -347,14 +367,18 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     // ---- GEMM1: h1[64 x 136] = W1[chunk] x xs -----------------------------
     {
       const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
+      // Ring stages advance by a counter, not `ks % kS1`: a modulo by a
+      // non-power of two costs several integer instructions per mma k-step.
+      int fetch_stage = 0;
       // One commit group per k-step (empty past the end keeps the count uniform).
       auto fetch = [&](int ks) {
         if (ks < ks1) {
-          const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
+          const int s = fetch_stage * kG1SlotsPerStep<kSplit>;
           ring.fetch(s, w1p_hi + a_base + ks * kWarpSize);
           if constexpr (kSplit) ring.fetch(s + 1, w1p_lo + a_base + ks * kWarpSize);
         }
         cp_async_commit();
+        fetch_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
       };
 #pragma unroll
       for (int s = 0; s < kS1 - 1; ++s) fetch(s);
@@ -367,21 +391,24 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
       // Software pipeline: the operands of k-step ks + 1 (B from xs, A from
       // the ring) are loaded while the mmas of step ks run, so the mmas never
-      // wait on shared-memory latency.
+      // wait on shared-memory latency. The load after the last step reads one
+      // k-step past the end (inside shared memory) and is not used.
       struct Operands {
         uint32_t a_hi[4], a_lo[4];
         float b0[kG1NTilesPerWarp], b1[kG1NTilesPerWarp];
       };
+      const float* b_base = xs + q * kXStride + g1_nt0 * kMmaN + g;  // k-step 0, row q
       auto load = [&](int ks, Operands& o) {
-        const float* b_row0 = xs + (ks * kMmaK + q) * kXStride + g1_nt0 * kMmaN + g;
-        const float* b_row1 = b_row0 + 4 * kXStride;
+        const float* b_row = b_base + ks * (kMmaK * kXStride);
 #pragma unroll
         for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
-          o.b0[nt] = b_row0[nt * kMmaN];
-          o.b1[nt] = b_row1[nt * kMmaN];
+          o.b0[nt] = b_row[nt * kMmaN];
+          o.b1[nt] = b_row[4 * kXStride + nt * kMmaN];
         }
-        cp_async_wait<kS1 - 2>();  // this thread's k-step ks has landed
-        const int s = (ks % kS1) * kG1SlotsPerStep<kSplit>;
+        cp_async_wait<kS1 - 2>();  // this thread's copy for this k-step has landed
+        // The stage read is always the one after the stage fetched last.
+        const int read_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
+        const int s = read_stage * kG1SlotsPerStep<kSplit>;
         ring.read(s, o.a_hi);
         if constexpr (kSplit) ring.read(s + 1, o.a_lo);
       };
@@ -389,9 +416,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
       load(0, cur);
 #pragma unroll(kSplit ? 1 : 2)  // renames cur/next instead of copying (split: registers)
       for (int ks = 0; ks < ks1; ++ks) {
-        fetch(ks + kS1 - 1);  // refills the slot read two steps ago
+        fetch(ks + kS1 - 1);  // refills the stage read two steps ago
         Operands next;
-        load(min(ks + 1, ks1 - 1), next);  // the last step reloads harmlessly
+        load(ks + 1, next);
 #pragma unroll
         for (int nt = 0; nt < kG1NTilesPerWarp; ++nt)
           mma_step<kSplit>(acc1[nt], cur.a_hi, cur.a_lo, BElem<kSplit>(cur.b0[nt]),
@@ -439,32 +466,45 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
 
     // ---- depthwise + bd + GELU, in place: h3 row e, column t ----------------
-    // A warp owns whole rows, so reading a row then writing it back needs only
-    // the warp to agree (the column shift means h3[t] overwrites h1 inputs of
-    // neighbouring lanes).
-#pragma unroll 1
+    // h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps centred, zeros
+    // around them). A warp owns whole rows, so reading a row then writing it
+    // back needs only the warp to agree: lane l writes columns 4l..4l+3, which
+    // lanes l-2..l read.
+    const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
+#pragma unroll(kSplit ? 1 : 2)  // two rows in flight; split mode has no registers to spare
     for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
       const int row = warp * kDwRowsPerWarp + rr;
-      const int e = ch * kEChunk + row;
-      float taps[kMaxK];
+      const int e = ch * kEChunk + row;  // < E64: the record exists (zeros past E)
+      float tap[kTapRecord];
 #pragma unroll
-      for (int k = 0; k < kMaxK; ++k) taps[k] = (e < E && k < K) ? __ldg(p.wd + e * K + k) : 0.0f;
-      const float bias = e < E ? __ldg(p.bd + e) : 0.0f;
-      float* hrow = hs + row * kHStride;
+      for (int v = 0; v < kTapRecord / kVec; ++v) {
+        const float4 t4 = __ldg(taps + e * (kTapRecord / kVec) + v);
+        tap[v * kVec + 0] = t4.x;
+        tap[v * kVec + 1] = t4.y;
+        tap[v * kVec + 2] = t4.z;
+        tap[v * kVec + 3] = t4.w;
+      }
+      float* hrow = hs + row * kHStride + lane * kDwColsPerLane;
+      float win[kDwWindow];
+#pragma unroll
+      for (int v = 0; v < kDwWindow / kVec; ++v) {
+        const float4 w4 = *reinterpret_cast<const float4*>(hrow + v * kVec);
+        win[v * kVec + 0] = w4.x;
+        win[v * kVec + 1] = w4.y;
+        win[v * kVec + 2] = w4.z;
+        win[v * kVec + 3] = w4.w;
+      }
       float h3[kDwColsPerLane];
 #pragma unroll
-      for (int i = 0; i < kDwColsPerLane; ++i) {
-        const int t = lane + i * kWarpSize;
-        float s = bias;
+      for (int j = 0; j < kDwColsPerLane; ++j) {
+        float acc_dw = tap[kTapBias];
 #pragma unroll
-        for (int k = 0; k < kMaxK; ++k)
-          if (k < K) s = fmaf(taps[k], hrow[t + dw_shift + k], s);
-        h3[i] = gelu_exact(s);
+        for (int m = 0; m < kMaxK; ++m) acc_dw = fmaf(tap[m], win[j + m], acc_dw);
+        const float v = gelu_exact(acc_dw);
+        h3[j] = kSplit ? v : tf32_round(v);
       }
       __syncwarp();
-#pragma unroll
-      for (int i = 0; i < kDwColsPerLane; ++i)
-        hrow[lane + i * kWarpSize] = kSplit ? h3[i] : tf32_round(h3[i]);
+      *reinterpret_cast<float4*>(hrow) = make_float4(h3[0], h3[1], h3[2], h3[3]);
     }
     __syncthreads();  // h3 complete
 
