@@ -46,9 +46,16 @@ _STALE_LOCK_SECONDS = 15 * 60
 
 
 def _arch_flags() -> list[str]:
-    """-gencode for every distinct GPU present (sm_90 on an H200)."""
+    """-gencode for every distinct GPU present. Compute capability 9.0 (H100,
+    H200) builds as sm_90a, whose wgmma instructions the fast kernel uses."""
     caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
-    return [f"-gencode=arch=compute_{ma}{mi},code=sm_{ma}{mi}" for ma, mi in caps]
+    flags = []
+    for ma, mi in caps:
+        arch = f"{ma}{mi}a" if (ma, mi) == (9, 0) else f"{ma}{mi}"
+        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
+    if (9, 0) in caps:
+        flags.append("-DFUSED_DWSEP_SM90A")
+    return flags
 
 
 def _build_dir(sources: dict[str, str], flags: list[str]) -> Path:
@@ -278,12 +285,13 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
 
 
 # fused_dwsep::Path in kernels/fused_dwsep.h, by value.
-_KERNEL_PATHS = ("tensor_core", "general", "unsupported")
+_KERNEL_PATHS = ("tensor_core", "general", "unsupported", "wgmma")
 
 
 def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
-    """Which CUDA kernel serves this shape on the current device:
-    'tensor_core', 'general' or 'unsupported' (K too large); 'cpu' without CUDA."""
+    """Which CUDA kernel serves this shape on the current device under the
+    current allow_tf32 flag: 'wgmma' (Hopper, TF32), 'tensor_core' (mma.sync),
+    'general' or 'unsupported' (K too large); 'cpu' without CUDA."""
     if _ext is None:
         return "cpu"
     path = _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)

@@ -433,9 +433,13 @@ def test_cuda_runs_on_the_tensors_device():
 
 
 @requires_cuda
-def test_cuda_gate():
-    assert kernel_path(256, 512, 9) == "tensor_core"
-    assert kernel_path(3, 5, 1) == "tensor_core"
+@pytest.mark.parametrize("tf32", [True, False])
+def test_cuda_gate(tf32, monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", tf32)
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    fast = "wgmma" if tf32 and hopper else "tensor_core"  # wgmma: TF32 mode on sm_90a
+    assert kernel_path(256, 512, 9) == fast
+    assert kernel_path(3, 5, 1) == fast
     assert kernel_path(264, 100, 5) == "general"
     assert kernel_path(24, 40, 31) == "general"
     assert kernel_path(8, 16, 100001) == "unsupported"

@@ -81,6 +81,14 @@ __device__ __forceinline__ void to_bits(uint32_t (&a)[4], const float4& v) {
   a[3] = __float_as_uint(v.w);
 }
 
+// blockIdx.x through volatile asm: recomputing tile coordinates from it after
+// a long loop keeps the compiler from holding them in registers across it.
+__device__ __forceinline__ unsigned block_index() {
+  unsigned i;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(i));
+  return i;
+}
+
 // cp.async: global -> shared without a register round trip (sm_80+).
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -209,18 +217,18 @@ static_assert(kG1Stages<true> >= 2 && kG2Stages<true> >= 2, "the ring must doubl
 
 // Packed weights: A fragments in [tile][k-step][lane] float4 order.
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
-//   W2p: tiles of 16 output channels (C padded to kG2RowsPerWarp), k-steps over E.
+//   W2p: tiles of 16 output channels (C padded to kCMax), k-steps over E.
 // With kSplit a second copy holds the low TF32 parts.
 //   taps: per expanded channel, kTapRecord floats: the K depthwise taps placed
 //   centred in kMaxK slots (zeros around them, so every K <= kMaxK runs the
 //   same unconditional 9-tap loop), then bd, then zeros.
 struct PackedLayout {
-  int64_t C8, E64, C32;
+  int64_t C8, E64, CPad;
   int64_t w1_floats, w2_floats;  // one copy each
   bool split;
   __host__ __device__ PackedLayout(int64_t C, int64_t E, bool tf32)
-      : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), C32(round_up(C, kG2RowsPerWarp)),
-        w1_floats(E64 * C8), w2_floats(C32 * E64), split(!tf32) {}
+      : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), CPad(round_up(C, kCMax)),
+        w1_floats(E64 * C8), w2_floats(CPad * E64), split(!tf32) {}
   __host__ __device__ int64_t weight_floats() const { return (w1_floats + w2_floats) * (split ? 2 : 1); }
   __host__ __device__ int64_t total_floats() const { return weight_floats() + E64 * kTapRecord; }
   __host__ __device__ int64_t w1_hi() const { return 0; }
@@ -286,6 +294,92 @@ struct Ring {
   __device__ __forceinline__ void read(int s, uint32_t (&a)[4]) const { to_bits(a, *slot(s)); }
 };
 
+// h1 = acc1 + b1 for one warp's GEMM1 fragment (m16 tile g1m of chunk ch,
+// n8 tiles nt0.. of the h1 columns), exactly 0 where the position is padding.
+// Tiles below `skip` are stored by the other N half.
+__device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[kG1NTilesPerWarp][4],
+                                         const Params& p, int ch, int g1m, int nt0, int skip,
+                                         int64_t xcol0, int lane) {
+  const int g = lane / 4, q = lane % 4;
+  const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
+  const int64_t e_a = static_cast<int64_t>(ch) * kEChunk + row_a, e_b = e_a + 8;
+  const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
+  const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
+    if (nt >= skip) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int col = (nt0 + nt) * kMmaN + 2 * q + r;
+        const int64_t pos = xcol0 + col;
+        const bool inside = pos >= 0 && pos < p.L;
+        hs[row_a * kHStride + col] = inside ? acc1[nt][r] + b1_a : 0.0f;
+        hs[row_b * kHStride + col] = inside ? acc1[nt][2 + r] + b1_b : 0.0f;
+      }
+    }
+  }
+}
+
+// Depthwise + bd + GELU for h1 row `row` of the chunk, columns 4*lane..4*lane+3:
+// h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps centred, zeros around
+// them), read as three 16-byte windows.
+__device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* taps, int e, int row,
+                                                int lane) {
+  float tap[kTapRecord];
+#pragma unroll
+  for (int v = 0; v < kTapRecord / kVec; ++v) {
+    const float4 t4 = __ldg(taps + e * (kTapRecord / kVec) + v);
+    tap[v * kVec + 0] = t4.x;
+    tap[v * kVec + 1] = t4.y;
+    tap[v * kVec + 2] = t4.z;
+    tap[v * kVec + 3] = t4.w;
+  }
+  const float* hrow = hs + row * kHStride + lane * kDwColsPerLane;
+  float win[kDwWindow];
+#pragma unroll
+  for (int v = 0; v < kDwWindow / kVec; ++v) {
+    const float4 w4 = *reinterpret_cast<const float4*>(hrow + v * kVec);
+    win[v * kVec + 0] = w4.x;
+    win[v * kVec + 1] = w4.y;
+    win[v * kVec + 2] = w4.z;
+    win[v * kVec + 3] = w4.w;
+  }
+  float h3[kDwColsPerLane];
+#pragma unroll
+  for (int j = 0; j < kDwColsPerLane; ++j) {
+    float acc_dw = tap[kTapBias];
+#pragma unroll
+    for (int m = 0; m < kMaxK; ++m) acc_dw = fmaf(tap[m], win[j + m], acc_dw);
+    h3[j] = gelu_exact(acc_dw);
+  }
+  return make_float4(h3[0], h3[1], h3[2], h3[3]);
+}
+
+// y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
+// acc + b2): whole rows, 16-byte coalesced where aligned.
+__device__ __forceinline__ void store_tile(const float* ys, const Params& p, const float* xb, float* yb,
+                                           int64_t t0) {
+  constexpr int kPieces = kTileT / kVec;
+  const int64_t L = p.L;
+  const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+  for (int i = threadIdx.x; i < p.C * kPieces; i += kThreads) {
+    const int c = i / kPieces, j = (i % kPieces) * kVec;
+    const int64_t t = t0 + j;
+    const float* src = ys + c * kXStride + j;
+    if (aligned && t + kVec <= L) {
+      const float4 xv = __ldg(reinterpret_cast<const float4*>(xb + c * L + t));
+      const float4 a = *reinterpret_cast<const float4*>(src);
+      __stcs(reinterpret_cast<float4*>(yb + c * L + t),
+             make_float4(a.x + xv.x, a.y + xv.y, a.z + xv.z, a.w + xv.w));
+    } else {
+#pragma unroll
+      for (int r = 0; r < kVec; ++r)
+        if (t + r < L) __stcs(yb + c * L + t + r, src[r] + __ldg(xb + c * L + t + r));
+    }
+  }
+}
+
 template <bool kSplit>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   extern __shared__ float4 smem_f4[];
@@ -295,7 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, q = lane % 4;
-  const int C = static_cast<int>(p.C), E = static_cast<int>(p.E);
+  const int C = static_cast<int>(p.C);
   const int64_t L = p.L;
   const int64_t tiles_per_row = ceil_div(L, kTileT);
   const int64_t b = blockIdx.x / tiles_per_row;
@@ -425,25 +519,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
                            BElem<kSplit>(cur.b1[nt]));
         cur = next;
       }
-      // h1 = acc + b1, and exactly 0 where the position is padding.
-      const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
-      const int e_a = ch * kEChunk + row_a, e_b = ch * kEChunk + row_b;
-      const float b1_a = e_a < E ? __ldg(p.b1 + e_a) : 0.0f;
-      const float b1_b = e_b < E ? __ldg(p.b1 + e_b) : 0.0f;
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
-#pragma unroll
-      for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
-        if (nt >= g1_skip) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int col = (g1_nt0 + nt) * kMmaN + 2 * q + r;
-            const int64_t pos = xcol0 + col;
-            const bool inside = pos >= 0 && pos < L;
-            hs[row_a * kHStride + col] = inside ? acc1[nt][r] + b1_a : 0.0f;
-            hs[row_b * kHStride + col] = inside ? acc1[nt][2 + r] + b1_b : 0.0f;
-          }
-        }
-      }
+      store_h1(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
     }
     __syncthreads();  // h1 complete
 
@@ -465,46 +542,18 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 #pragma unroll
     for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
 
-    // ---- depthwise + bd + GELU, in place: h3 row e, column t ----------------
-    // h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps centred, zeros
-    // around them). A warp owns whole rows, so reading a row then writing it
-    // back needs only the warp to agree: lane l writes columns 4l..4l+3, which
-    // lanes l-2..l read.
+    // ---- depthwise + bd + GELU, in place ----------------------------------------
+    // A warp owns whole rows, so reading a row then writing it back needs only
+    // the warp to agree: lane l writes columns 4l..4l+3, which lanes l-2..l read.
     const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
 #pragma unroll(kSplit ? 1 : 2)  // two rows in flight; split mode has no registers to spare
     for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
       const int row = warp * kDwRowsPerWarp + rr;
-      const int e = ch * kEChunk + row;  // < E64: the record exists (zeros past E)
-      float tap[kTapRecord];
-#pragma unroll
-      for (int v = 0; v < kTapRecord / kVec; ++v) {
-        const float4 t4 = __ldg(taps + e * (kTapRecord / kVec) + v);
-        tap[v * kVec + 0] = t4.x;
-        tap[v * kVec + 1] = t4.y;
-        tap[v * kVec + 2] = t4.z;
-        tap[v * kVec + 3] = t4.w;
-      }
-      float* hrow = hs + row * kHStride + lane * kDwColsPerLane;
-      float win[kDwWindow];
-#pragma unroll
-      for (int v = 0; v < kDwWindow / kVec; ++v) {
-        const float4 w4 = *reinterpret_cast<const float4*>(hrow + v * kVec);
-        win[v * kVec + 0] = w4.x;
-        win[v * kVec + 1] = w4.y;
-        win[v * kVec + 2] = w4.z;
-        win[v * kVec + 3] = w4.w;
-      }
-      float h3[kDwColsPerLane];
-#pragma unroll
-      for (int j = 0; j < kDwColsPerLane; ++j) {
-        float acc_dw = tap[kTapBias];
-#pragma unroll
-        for (int m = 0; m < kMaxK; ++m) acc_dw = fmaf(tap[m], win[j + m], acc_dw);
-        const float v = gelu_exact(acc_dw);
-        h3[j] = kSplit ? v : tf32_round(v);
-      }
+      float4 h3 = depthwise_row(hs, taps, ch * kEChunk + row, row, lane);
+      if constexpr (!kSplit)
+        h3 = make_float4(tf32_round(h3.x), tf32_round(h3.y), tf32_round(h3.z), tf32_round(h3.w));
       __syncwarp();
-      *reinterpret_cast<float4*>(hrow) = make_float4(h3[0], h3[1], h3[2], h3[3]);
+      *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) = h3;
     }
     __syncthreads();  // h3 complete
 
@@ -561,29 +610,367 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     }
   }
   __syncthreads();
-  {
-    constexpr int kPieces = kTileT / kVec;
-    const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
-    for (int i = threadIdx.x; i < C * kPieces; i += kThreads) {
-      const int c = i / kPieces, j = (i % kPieces) * kVec;
-      const int64_t t = t0 + j;
-      const float* src = ys + c * kXStride + j;
-      if (aligned && t + kVec <= L) {
-        const float4 xv = __ldg(reinterpret_cast<const float4*>(xb + c * L + t));
-        const float4 a = *reinterpret_cast<const float4*>(src);
-        __stcs(reinterpret_cast<float4*>(yb + c * L + t),
-               make_float4(a.x + xv.x, a.y + xv.y, a.z + xv.z, a.w + xv.w));
-      } else {
-#pragma unroll
-        for (int r = 0; r < kVec; ++r)
-          if (t + r < L) __stcs(yb + c * L + t + r, src[r] + __ldg(xb + c * L + t + r));
-      }
-    }
-  }
+  store_tile(ys, p, xb, yb, t0);
 }
 
 }  // namespace tc
+
+#if defined(FUSED_DWSEP_SM90A)
+// ---------------------------------------------------------------------------
+// Hopper kernel (sm_90a, TF32 mode): the same tiling with wgmma
+// ---------------------------------------------------------------------------
+//
+// The tensor-core kernel's dataflow, but each GEMM is a warpgroup-wide
+// wgmma: A (weights) still comes from registers through the per-thread ring,
+// B is read by the tensor cores straight from shared memory, so the B-fragment
+// loads (one shared load per mma operand) disappear. B operands are stored
+// K-major in "core matrices" (8 rows x 4 TF32 = 128 contiguous bytes, no
+// swizzle): x transposed for GEMM1, h3 transposed (over the h1 buffer) for
+// GEMM2. Warpgroup w computes GEMM1 columns 64w..64w+71 of the chunk and GEMM2
+// output channels 128w..128w+127 (two m64 blocks) for all 128 positions.
+// Exact mode (3xTF32) would need a second copy of x in shared memory, which
+// does not fit: it stays on the mma.sync kernel.
+
+namespace wg {
+
+using namespace tc;
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kWarpgroups = kThreads / kWarpgroupThreads;
+constexpr int kWgmmaM = 64;
+constexpr int kG1Cols = kG1NTilesPerWarp * kMmaN;           // 72 columns of h1 per warpgroup
+constexpr int kG2Blocks = kCMax / kWarpgroups / kWgmmaM;    // m64 blocks of y per warpgroup
+constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;  // accumulators per block and thread
+static_assert(kWarpgroups == kG1WarpsN && kG1WarpsM * kMmaM == kWgmmaM,
+              "warpgroup w is GEMM1's N half w; its 4 warps are the 4 m16 tiles");
+static_assert(kG2Blocks * kWgmmaM * kWarpgroups == kCMax && kG2Blocks == kG2MTiles,
+              "GEMM2: two m64 blocks per warpgroup, one A fragment of each per warp");
+static_assert(kG1Cols == 72 && kTileT == 128, "instruction shapes below: m64n72k8, m64n128k8");
+
+// K-major core-matrix layout: element (row n, k) of an operand whose K extent
+// is kext sits at this float offset. Core matrices adjacent in K are adjacent
+// in memory (leading byte offset 128); 8-row groups are kext / 4 cores apart.
+constexpr int kCoreRows = 8, kCoreK = 4, kCoreFloats = kCoreRows * kCoreK;
+__host__ __device__ constexpr int core_offset(int n, int k, int kext) {
+  return (n / kCoreRows) * (kext / kCoreK) * kCoreFloats + (k / kCoreK) * kCoreFloats +
+         (n % kCoreRows) * kCoreK + k % kCoreK;
+}
+static_assert(kTileT * kEChunk <= kEChunk * kHStride, "h3 transposed fits over the h1 buffer");
+static_assert(kCMax * kXStride <= kNX * kCMax, "the epilogue's row-major tile fits over x^T");
+
+// Shared memory: x^T [kNX][kCMax] cores | h1 [kEChunk][kHStride] (then h3^T
+// [kTileT][kEChunk] cores) | the weight ring. Same total as the mma.sync kernel.
+constexpr int kSmemFloats = kNX * kCMax + kEChunk * kHStride + kRingSlots * kThreads * kVec;
+constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
+static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+
+// wgmma shared-memory matrix descriptor: start address, leading byte offset
+// (K-adjacent cores), stride byte offset (next 8 rows), no swizzle.
+__device__ __forceinline__ uint64_t smem_desc(const float* start, int kext) {
+  constexpr uint64_t kLeadingBytes = kCoreFloats * sizeof(float);
+  const uint64_t stride_bytes = static_cast<uint64_t>(kext / kCoreK) * kCoreFloats * sizeof(float);
+  return ((smem_u32(start) & 0x3FFFF) >> 4) | ((kLeadingBytes >> 4) << 16) | ((stride_bytes >> 4) << 32);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+// Waits until at most N of this warpgroup's newest wgmma groups are pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Keeps the compiler from moving accesses of in-flight accumulators across
+// the wgmma fence / wait.
+template <int N>
+__device__ __forceinline__ void fence_operands(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// Orders this thread's ordinary shared-memory stores before the tensor
+// cores' (async proxy) reads of the same bytes.
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_m64n72k8(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b,
+                                                int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35"
+      "}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+#endif
+}
+
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                                int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
+      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
+      "%60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+#endif
+}
+
+__global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ float4 smem_f4[];
+  float* xt = reinterpret_cast<float*>(smem_f4);  // x^T cores [kNX][kCMax]
+  float* hs = xt + kNX * kCMax;                   // h1 [kEChunk][kHStride], then h3^T cores
+  const Ring ring{reinterpret_cast<float4*>(hs + kEChunk * kHStride) + threadIdx.x};
+
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, q = lane % 4;
+  const int wgi = warp / kG1WarpsM, wq = warp % kG1WarpsM;  // warpgroup, warp within it
+  const int C = static_cast<int>(p.C);
+  const int64_t L = p.L;
+  const int64_t tiles_per_row = ceil_div(L, kTileT);
+  const int64_t b = blockIdx.x / tiles_per_row;
+  const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
+  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+
+  const PackedLayout lay(p.C, p.E, true);
+  const int c8 = static_cast<int>(lay.C8);
+  const int ks1 = c8 / kMmaK;
+  const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
+  const float4* w1p = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi()) + lane;
+  const float4* w2p = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi()) + lane;
+  const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
+  const float* xb = p.x + b * p.C * L;
+
+  // ---- stage x^T, TF32-rounded ---------------------------------------------
+  // 4-byte cp.async straight into the transposed layout (lanes along
+  // positions: coalesced reads), zeros outside [0, L) and past C; then one
+  // rounding pass. Synchronous loads here left the SM idle for ~40% of the
+  // kernel (ncu), the copies in flight being too few.
+  for (int c = warp; c < c8; c += kWarps) {
+    for (int n = lane; n < kNX; n += kWarpSize) {
+      const int64_t pos = xcol0 + n;
+      const bool inside = c < C && pos >= 0 && pos < L;
+      cp_async_4_zfill(xt + core_offset(n, c, kCMax), inside ? xb + c * L + pos : xb, inside);
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  {
+    const int vectors = kNX * c8 / kVec;  // core rows: 4 channels of one position
+    for (int i = threadIdx.x; i < vectors; i += kThreads) {
+      const int n = i % kNX, c = (i / kNX) * kCoreK;
+      float4* v = reinterpret_cast<float4*>(xt + core_offset(n, c, kCMax));
+      const float4 t = *v;
+      *v = make_float4(tf32_round(t.x), tf32_round(t.y), tf32_round(t.z), tf32_round(t.w));
+    }
+  }
+  fence_proxy_async();
+  __syncthreads();
+
+  float acc[kG2Blocks][kG2Acc];
+#pragma unroll
+  for (int m = 0; m < kG2Blocks; ++m)
+#pragma unroll
+    for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
+
+  const int g1_nt0 = wgi * kG1NStride;
+  const int g1_skip = wgi * (kG1NTilesPerWarp - kG1NStride);  // tiles the first half stores
+  const bool g2_active = wgi * kG2Blocks * kWgmmaM < C;      // warpgroup 1 idles for C <= 128
+  const int nchunks = static_cast<int>(lay.E64 / kEChunk);
+  constexpr int kS1 = kG1Stages<false>, kS2 = kG2Stages<false>;
+
+  for (int ch = 0; ch < nchunks; ++ch) {
+    // ---- GEMM1: h1[64 x 72] = W1[chunk] x x^T[my 72 columns] ---------------
+    {
+      // k-step ks of this warp's m16 tile of W1 (fetched in order, so a running pointer)
+      const float4* a_src = w1p + (static_cast<int64_t>(ch) * kG1WarpsM + wq) * ks1 * kWarpSize;
+      int fetch_stage = 0;
+      auto fetch = [&](int ks) {
+        if (ks < ks1) ring.fetch(fetch_stage, a_src);
+        cp_async_commit();
+        a_src += kWarpSize;
+        fetch_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
+      };
+#pragma unroll
+      for (int s = 0; s < kS1 - 1; ++s) fetch(s);
+      auto read_a = [&](uint32_t (&a)[4]) {
+        cp_async_wait<kS1 - 2>();
+        ring.read(fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1, a);
+      };
+      const float* b_start = xt + core_offset(g1_nt0 * kMmaN, 0, kCMax);
+      float acc1[kG1NTilesPerWarp * 4];
+      uint32_t a0[4], a1[4];
+      // Step ks: mma on `cur`; once the previous step's mma has finished, its
+      // registers (`nxt`) take the next A fragment.
+      auto step = [&](int ks, uint32_t (&cur)[4], uint32_t (&nxt)[4]) {
+        fetch(ks + kS1 - 1);
+        wgmma_fence();
+        wgmma_m64n72k8(acc1, cur, smem_desc(b_start + ks * kMmaK / kCoreK * kCoreFloats, kCMax), ks > 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+        read_a(nxt);
+      };
+      read_a(a0);
+      for (int ks = 0; ks < ks1; ks += 2) {
+        step(ks, a0, a1);
+        if (ks + 1 == ks1) break;
+        step(ks + 1, a1, a0);
+      }
+      wgmma_wait<0>();
+      fence_operands(acc1);
+      cp_async_wait<0>();
+      __syncthreads();  // both warpgroups are done with the previous chunk's h3^T in hs
+      store_h1(hs, reinterpret_cast<const float(&)[kG1NTilesPerWarp][4]>(acc1), p, ch, wq, g1_nt0,
+               g1_skip, xcol0, lane);
+    }
+    __syncthreads();  // h1 complete
+
+    // GEMM2's first weight fragments travel while the depthwise runs.
+    int fetch2_stage = 0;
+    auto fetch2 = [&](int ks) {
+      if (g2_active && ks < kG2KSteps) {
+#pragma unroll
+        for (int m = 0; m < kG2Blocks; ++m) {
+          const int tile = (wgi * kG2Blocks + m) * kG1WarpsM + wq;  // m16 tile of W2
+          const int64_t off = static_cast<int64_t>(tile) * ks2_total * kWarpSize +
+                              (static_cast<int64_t>(ch) * kG2KSteps + ks) * kWarpSize;
+          ring.fetch(fetch2_stage * kG2Blocks + m, w2p + off);
+        }
+      }
+      cp_async_commit();
+      fetch2_stage = fetch2_stage + 1 == kS2 ? 0 : fetch2_stage + 1;
+    };
+#pragma unroll
+    for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
+
+    // ---- depthwise + bd + GELU, then h3 transposed over h1 -------------------
+    // First in place, row by row, as in the mma.sync kernel (holding all 32
+    // results in registers through the depthwise would spill); then each
+    // thread reads back the 8 x 4 values it wrote and, once every warp has,
+    // stores them transposed.
+#pragma unroll 2
+    for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
+      const int row = warp * kDwRowsPerWarp + rr;
+      const float4 v = depthwise_row(hs, taps, ch * kEChunk + row, row, lane);
+      __syncwarp();
+      *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) =
+          make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
+    }
+    float4 h3[kDwRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kDwRowsPerWarp; ++rr)
+      h3[rr] = *reinterpret_cast<const float4*>(hs + (warp * kDwRowsPerWarp + rr) * kHStride +
+                                                lane * kDwColsPerLane);
+    __syncthreads();  // every warp holds its h3; the row-major h1/h3 is no longer read
+    // Position 4*lane + j, channels 4*blk..4*blk+3 of this warp's 8 rows: one
+    // 16-byte core-matrix row each.
+#pragma unroll
+    for (int blk = 0; blk < kDwRowsPerWarp / kCoreK; ++blk) {
+      const float4* v = h3 + blk * kCoreK;
+      const int k = warp * kDwRowsPerWarp + blk * kCoreK;
+      const int n = lane * kDwColsPerLane;
+      *reinterpret_cast<float4*>(hs + core_offset(n + 0, k, kEChunk)) = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 1, k, kEChunk)) = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 2, k, kEChunk)) = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 3, k, kEChunk)) = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+    }
+    fence_proxy_async();
+    __syncthreads();  // h3^T complete
+
+    // ---- GEMM2: acc[my 128 channels x 128] += W2[., chunk] x h3 ------------
+    if (g2_active) {
+      uint32_t a2[2][kG2Blocks][4];
+      auto read_a2 = [&](uint32_t (&a)[kG2Blocks][4]) {
+        cp_async_wait<kS2 - 2>();
+        const int stage = fetch2_stage + 1 == kS2 ? 0 : fetch2_stage + 1;
+#pragma unroll
+        for (int m = 0; m < kG2Blocks; ++m) ring.read(stage * kG2Blocks + m, a[m]);
+      };
+      read_a2(a2[0]);
+#pragma unroll
+      for (int ks = 0; ks < kG2KSteps; ++ks) {
+        fetch2(ks + kS2 - 1);
+        wgmma_fence();
+        const uint64_t desc = smem_desc(hs + ks * kMmaK / kCoreK * kCoreFloats, kEChunk);
+#pragma unroll
+        for (int m = 0; m < kG2Blocks; ++m) wgmma_m64n128k8(acc[m], a2[ks % 2][m], desc, 1);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (ks + 1 < kG2KSteps) read_a2(a2[(ks + 1) % 2]);
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < kG2KSteps; ++ks) fetch2(ks + kS2 - 1);  // keeps commit counts uniform
+    }
+    cp_async_wait<0>();  // the ring is empty before GEMM1 of the next chunk reuses it
+  }
+
+  // ---- epilogue: y = acc + b2 + x, through shared memory ---------------------
+  __syncthreads();  // every warpgroup is past its last read of x^T
+  float* ys = xt;   // [kCMax][kXStride], columns 0..kTileT-1
+  if (g2_active) {
+#pragma unroll
+    for (int m = 0; m < kG2Blocks; ++m) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int c = (wgi * kG2Blocks + m) * kWgmmaM + wq * kMmaM + g + half * 8;
+        const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
+          const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias, acc[m][nt * 4 + half * 2 + 1] + bias);
+          *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  {
+    const int64_t blk = block_index();
+    const int64_t row = blk / tiles_per_row;
+    store_tile(ys, p, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+}  // namespace wg
+#endif  // FUSED_DWSEP_SM90A
 
 // ---------------------------------------------------------------------------
 // General kernel (CUDA cores): any C, E; K bounded by shared memory
@@ -709,6 +1096,23 @@ int device_major(int device) {
   return major;
 }
 
+int device_minor(int device) {
+  int minor = 0;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return -1;
+  return minor;
+}
+
+// The wgmma kernel exists only in builds for sm_90a (FUSED_DWSEP_SM90A, set by
+// fused_dwsep.py for a compute-capability 9.0 GPU) and runs only on 9.0.
+bool wgmma_built_for(int device) {
+#if defined(FUSED_DWSEP_SM90A)
+  return device_major(device) == 9 && device_minor(device) == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -730,11 +1134,13 @@ Path select_path(const Params& p, int device) {
   const bool tc_shape = p.C <= tc::kCMax && p.K <= tc::kMaxK;
   const bool tc_device = device_major(device) >= 8 &&
                          static_cast<size_t>(device_smem_optin(device)) >= tc::kSmemBytes;
-  return tc_shape && tc_device ? Path::kTensorCore : Path::kGeneral;
+  if (!tc_shape || !tc_device) return Path::kGeneral;
+  return p.tf32 && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
 }
 
 size_t workspace_floats(const Params& p, int device) {
-  if (select_path(p, device) != Path::kTensorCore) return 0;
+  const Path path = select_path(p, device);
+  if (path != Path::kTensorCore && path != Path::kWgmma) return 0;
   return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32).total_floats());
 }
 
@@ -749,7 +1155,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const Path path = select_path(p, device);
   if (path == Path::kUnsupported) return cudaErrorInvalidValue;
 
-  if (path == Path::kTensorCore) {
+  if (path == Path::kTensorCore || path == Path::kWgmma) {
     if (p.workspace == nullptr) return cudaErrorInvalidValue;
     // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
     constexpr int kPackThreads = 256, kPackBlocks = 512;
@@ -759,11 +1165,17 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
     // means one CTA per SM, so the grid runs in waves.
     const int64_t blocks = p.B * ceil_div(p.L, tc::kTileT);
     if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-    auto kernel = p.tf32 ? tc::fused_dwsep_tc_kernel<false> : tc::fused_dwsep_tc_kernel<true>;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(tc::kSmemBytes));
+    void (*kernel)(Params) = p.tf32 ? tc::fused_dwsep_tc_kernel<false> : tc::fused_dwsep_tc_kernel<true>;
+    size_t smem = tc::kSmemBytes;
+#if defined(FUSED_DWSEP_SM90A)
+    if (path == Path::kWgmma) {
+      kernel = wg::fused_dwsep_wgmma_kernel;
+      smem = wg::kSmemBytes;
+    }
+#endif
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return err;
-    kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tc::kSmemBytes, stream>>>(p);
+    kernel<<<static_cast<unsigned>(blocks), tc::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
   }
 

@@ -31,6 +31,7 @@ enum class Path : int {
   kTensorCore = 0,  // mma.sync fused kernel: C <= 256, K <= 9, sm_80+
   kGeneral = 1,     // CUDA-core fused kernel: any C and E, K up to max_kernel_size()
   kUnsupported = 2, // K too large for the general kernel's shared memory
+  kWgmma = 3,       // the tensor-core tiling with wgmma: TF32 mode on sm_90 (built as sm_90a)
 };
 
 // Which kernel launch() will use for this problem on `device`.
