@@ -86,6 +86,7 @@ def bench_row(shape, tf32, flush, ceiling, label):
     old = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = tf32
     try:
+        kernel = kernel_path(C, E, K)  # under the flag: the wgmma kernel serves TF32 only
         with torch.no_grad():
             expected = ref(x)
             out = new(x)
@@ -104,7 +105,7 @@ def bench_row(shape, tf32, flush, ceiling, label):
         "case": label,
         "shape": dict(B=B, C=C, E=E, L=L, K=K),
         "mode": "tf32" if tf32 else "fp32",
-        "kernel": kernel_path(C, E, K),
+        "kernel": kernel,
         "correct": correct,
         "max_abs_err": err,
         "ms": {"fused_dwsep": t_new[0], "eager": t_eager[0], "compile": t_compile[0]},

@@ -356,14 +356,15 @@ __device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* t
 }
 
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
-// acc + b2): whole rows, 16-byte coalesced where aligned.
-__device__ __forceinline__ void store_tile(const float* ys, const Params& p, const float* xb, float* yb,
-                                           int64_t t0) {
+// acc + b2): whole rows, 16-byte coalesced where aligned. (C and L as plain
+// values: taking them from Params here cost the split kernel's GEMM1 loop 15
+// register moves per k-step, measured in its SASS.)
+__device__ __forceinline__ void store_tile(const float* ys, const Params& p, int C, int64_t L,
+                                           const float* xb, float* yb, int64_t t0) {
   constexpr int kPieces = kTileT / kVec;
-  const int64_t L = p.L;
   const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
-  for (int i = threadIdx.x; i < p.C * kPieces; i += kThreads) {
+  for (int i = threadIdx.x; i < C * kPieces; i += kThreads) {
     const int c = i / kPieces, j = (i % kPieces) * kVec;
     const int64_t t = t0 + j;
     const float* src = ys + c * kXStride + j;
@@ -610,7 +611,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     }
   }
   __syncthreads();
-  store_tile(ys, p, xb, yb, t0);
+  store_tile(ys, p, C, L, xb, yb, t0);
 }
 
 }  // namespace tc
@@ -964,7 +965,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   {
     const int64_t blk = block_index();
     const int64_t row = blk / tiles_per_row;
-    store_tile(ys, p, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+    store_tile(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
