@@ -254,6 +254,53 @@ def test_build_cache_key_follows_sources_and_flags(tmp_path, monkeypatch):
     assert base != fd._build_dir({"fused_dwsep.cu": "a", "fused_dwsep.cpp": "b"}, ["-O2"])
 
 
+class _FakeBinding:
+    """Stands in for the compiled extension: forward() returns a fixed code."""
+
+    def __init__(self, code):
+        self.code = code
+
+    def forward(self, *args):
+        return self.code
+
+    def workspace_floats(self, C, E, K, tf32):
+        return 1234
+
+    def error_string(self, err):
+        return "an illegal memory access was encountered"
+
+
+@pytest.mark.parametrize(
+    "code, match",
+    [
+        (1 * 1000, r"x must be a CUDA \[B, C, L\] tensor"),
+        (3 * 1000 + 2, r"w1 is on cpu but x is on cpu"),
+        (4 * 1000 + 3, r"b1 must be float32, got torch.float32"),
+        (5 * 1000 + 6, r"w2 must be \[8, 16\], got \[8, 16\]"),
+        (5 * 1000 + 8, r"workspace must be \[1234\], got \[1234\]"),
+        (6 * 1000 + 0, r"y must be contiguous"),
+        (7 * 1000, r"kernel_size must be odd"),
+        (9 * 1000 + 700, r"kernel launch failed: an illegal memory access was encountered \(700\)"),
+        (42 * 1000, r"unknown error code 42000"),
+    ],
+)
+def test_binding_error_codes_become_messages(monkeypatch, code, match):
+    """The binding reports problems as integer codes; fused_dwsep.py must turn
+    each into an exception naming the tensor and the expected shape."""
+    monkeypatch.setattr(fd, "_ext", _FakeBinding(code))
+    x, y = torch.randn(2, 8, 10), torch.empty(2, 8, 10)
+    w1, b1, wd, bd = torch.randn(16, 8), torch.randn(16), torch.randn(16, 3), torch.randn(16)
+    w2, b2, ws = torch.randn(8, 16), torch.randn(8), torch.empty(1234)
+    with pytest.raises(RuntimeError, match="fused_dwsep: " + match):
+        fd._forward_into(y, x, w1, b1, wd, bd, w2, b2, ws, True)
+
+
+def test_binding_success_code_raises_nothing(monkeypatch):
+    monkeypatch.setattr(fd, "_ext", _FakeBinding(0))
+    t = torch.zeros(1)
+    fd._forward_into(t, torch.zeros(1, 1, 1), torch.zeros(1, 1), t, torch.zeros(1, 1), t, t, t, t, True)
+
+
 def test_stale_build_lock_is_cleared_fresh_one_kept(tmp_path):
     """A lock left by a killed build would make every later import wait forever."""
     lock = tmp_path / "lock"
