@@ -9,7 +9,7 @@
 // the chip: each CTA owns one batch row and a tile of positions, walks E in
 // chunks, and keeps the C x T output accumulator in registers.
 //
-// Two kernels, one gate (select_path):
+// Three kernels, one gate (select_path):
 // * tensor-core kernel (C <= 256, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
 //   Per CTA: T = 128 positions. The x tile with a 4-column halo each side
 //   (136 columns) is staged once in shared memory. For each chunk of 64
@@ -19,6 +19,9 @@
 //   [C x 64] x [64 x 128] accumulates into registers. The epilogue adds b2 and x and
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
+// * wgmma kernel (same shapes, TF32 mode, compute capability 9.0 built as
+//   sm_90a): the same tiling with Hopper's warpgroup mma, B operands read by
+//   the tensor cores from shared memory (see its section below).
 // * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
 //   CUDA cores with FFMA, for shapes the tensor-core tiling does not cover.
 //
@@ -28,7 +31,9 @@
 // (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al), plain FFMA in the general
 // kernel. The depthwise and GELU always run in fp32.
 //
-// Build: nvcc -arch=sm_90 -O3 -c fused_dwsep.cu (no torch headers needed).
+// Build (no torch headers needed): nvcc -gencode=arch=compute_90a,code=sm_90a
+// -DFUSED_DWSEP_SM90A -O3 -c fused_dwsep.cu for an H100/H200 (with the wgmma
+// kernel); nvcc -arch=sm_XY -O3 -c fused_dwsep.cu for other GPUs.
 
 #include "fused_dwsep.h"
 
@@ -904,10 +909,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       const float4* v = h3 + blk * kCoreK;
       const int k = warp * kDwRowsPerWarp + blk * kCoreK;
       const int n = lane * kDwColsPerLane;
-      *reinterpret_cast<float4*>(hs + core_offset(n + 0, k, kEChunk)) = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 1, k, kEChunk)) = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 2, k, kEChunk)) = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 3, k, kEChunk)) = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+      float4* cores = reinterpret_cast<float4*>(hs);  // one float4 = one core-matrix row
+      cores[core_offset(n + 0, k, kEChunk) / kVec] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+      cores[core_offset(n + 1, k, kEChunk) / kVec] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+      cores[core_offset(n + 2, k, kEChunk) / kVec] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+      cores[core_offset(n + 3, k, kEChunk) / kVec] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
     }
     fence_proxy_async();
     __syncthreads();  // h3^T complete
@@ -955,7 +961,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
 #pragma unroll
         for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
-          const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias, acc[m][nt * 4 + half * 2 + 1] + bias);
+          const float* a = acc[m] + nt * 4 + half * 2;  // rows g / g + 8, columns 2q, 2q + 1
+          const float2 v = make_float2(a[0] + bias, a[1] + bias);
           *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
         }
       }
