@@ -909,11 +909,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       const float4* v = h3 + blk * kCoreK;
       const int k = warp * kDwRowsPerWarp + blk * kCoreK;
       const int n = lane * kDwColsPerLane;
-      float4* cores = reinterpret_cast<float4*>(hs);  // one float4 = one core-matrix row
-      cores[core_offset(n + 0, k, kEChunk) / kVec] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-      cores[core_offset(n + 1, k, kEChunk) / kVec] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-      cores[core_offset(n + 2, k, kEChunk) / kVec] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-      cores[core_offset(n + 3, k, kEChunk) / kVec] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 0, k, kEChunk)) =
+          make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 1, k, kEChunk)) =
+          make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 2, k, kEChunk)) =
+          make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+      *reinterpret_cast<float4*>(hs + core_offset(n + 3, k, kEChunk)) =
+          make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
     }
     fence_proxy_async();
     __syncthreads();  // h3^T complete
@@ -961,8 +964,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
 #pragma unroll
         for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
-          const float* a = acc[m] + nt * 4 + half * 2;  // rows g / g + 8, columns 2q, 2q + 1
-          const float2 v = make_float2(a[0] + bias, a[1] + bias);
+          const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias,
+                                       acc[m][nt * 4 + half * 2 + 1] + bias);
           *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
         }
       }
