@@ -211,17 +211,29 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
 # the index of the tensor concerned, in _forward_into's argument order.
 _BINDING_ERROR_STRIDE = 1000
 _BINDING_TENSORS = ("y", "x", "w1", "b1", "wd", "bd", "w2", "b2", "workspace")
+(
+    _ERR_NOT_CUDA_OR_RANK,
+    _ERR_UNDEFINED,
+    _ERR_WRONG_DEVICE,
+    _ERR_NOT_FLOAT32,
+    _ERR_WRONG_SHAPE,
+    _ERR_NOT_CONTIGUOUS,
+    _ERR_EVEN_KERNEL,
+    _ERR_KERNEL_TOO_LARGE,
+    _ERR_LAUNCH_FAILED,
+) = range(1, 10)
 _BINDING_ERRORS = {
-    1: "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]",
-    2: "{name} is undefined",
-    3: "{name} is on {device} but x is on {x_device}",
-    4: "{name} must be float32, got {dtype}",
-    5: "{name} must be {expected}, got {shape}",
-    6: "{name} must be contiguous",
-    7: "kernel_size must be odd",
-    8: "kernel_size is larger than the CUDA kernel's limit on this GPU",
-    9: "kernel launch failed: {cuda_error}",
+    _ERR_NOT_CUDA_OR_RANK: "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]",
+    _ERR_UNDEFINED: "{name} is undefined",
+    _ERR_WRONG_DEVICE: "{name} is on {device} but x is on {x_device}",
+    _ERR_NOT_FLOAT32: "{name} must be float32, got {dtype}",
+    _ERR_WRONG_SHAPE: "{name} must be {expected}, got {shape}",
+    _ERR_NOT_CONTIGUOUS: "{name} must be contiguous",
+    _ERR_EVEN_KERNEL: "kernel_size must be odd",
+    _ERR_KERNEL_TOO_LARGE: "kernel_size is larger than the CUDA kernel's limit on this GPU",
+    _ERR_LAUNCH_FAILED: "kernel launch failed: {cuda_error}",
 }
+_TENSOR_ERRORS = (_ERR_UNDEFINED, _ERR_WRONG_DEVICE, _ERR_NOT_FLOAT32, _ERR_WRONG_SHAPE, _ERR_NOT_CONTIGUOUS)
 
 
 def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
@@ -231,17 +243,18 @@ def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
     if code == 0:
         return
     kind, detail = divmod(code, _BINDING_ERROR_STRIDE)
-    template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
-    fields = {"code": code, "cuda_error": f"{_ext.error_string(detail)} ({detail})" if kind == 9 else ""}
-    if kind in (2, 3, 4, 5, 6):
-        tensors = (y, x, w1, b1, wd, bd, w2, b2, workspace)
-        t = tensors[detail]
+    fields = {"code": code}
+    if kind == _ERR_LAUNCH_FAILED:  # detail: the cudaError_t
+        fields["cuda_error"] = f"{_ext.error_string(detail)} ({detail})"
+    if kind in _TENSOR_ERRORS:  # detail: which tensor
+        t = (y, x, w1, b1, wd, bd, w2, b2, workspace)[detail]
         B, C, L = x.shape
         E, K = w1.shape[0], wd.shape[1]
         ws_floats = _ext.workspace_floats(C, E, K, tf32)
         expected = ([B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [ws_floats])[detail]
         fields.update(name=_BINDING_TENSORS[detail], expected=expected, shape=list(t.shape),
                       dtype=t.dtype, device=t.device, x_device=x.device)
+    template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
     raise RuntimeError("fused_dwsep: " + template.format(**fields))
 
 
