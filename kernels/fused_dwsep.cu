@@ -675,6 +675,8 @@ static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
 __device__ __forceinline__ uint64_t smem_desc(const float* start, int kext) {
   constexpr uint64_t kLeadingBytes = kCoreFloats * sizeof(float);
   const uint64_t stride_bytes = static_cast<uint64_t>(kext / kCoreK) * kCoreFloats * sizeof(float);
+  // Fields hold byte values / 16: start in bits 0-13 (an 18-bit shared address),
+  // leading offset in bits 16-29, stride offset in bits 32-45.
   return ((smem_u32(start) & 0x3FFFF) >> 4) | ((kLeadingBytes >> 4) << 16) | ((stride_bytes >> 4) << 32);
 }
 
@@ -710,6 +712,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+// D (64 x N, fp32) += A (64 x 8, TF32, registers: warp w of the warpgroup
+// holds rows 16w..16w+15 in the mma.sync m16n8k8 A-fragment layout) * B
+// (8 x N, TF32, shared memory, descriptor), for one warpgroup. scale_d == 0
+// overwrites D. D's layout per warp and n8 tile matches mma.sync's C fragment.
 __device__ __forceinline__ void wgmma_m64n72k8(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b,
                                                 int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
