@@ -291,6 +291,14 @@ __global__ void pack_weights_kernel(Params p) {
 // Tensor-core kernel
 // ---------------------------------------------------------------------------
 
+// The ring stage after s, of kStages. Stages advance by this, not `ks % kStages`:
+// a modulo by a non-power of two costs several integer instructions per k-step.
+// The stage read next is always next_stage of the stage fetched last.
+template <int kStages>
+__device__ __forceinline__ int next_stage(int s) {
+  return s + 1 == kStages ? 0 : s + 1;
+}
+
 // The per-thread weight ring (see kRingSlots).
 struct Ring {
   float4* base;  // slot s of this thread: base[s * kThreads]
@@ -467,8 +475,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     // ---- GEMM1: h1[64 x 136] = W1[chunk] x xs -----------------------------
     {
       const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
-      // Ring stages advance by a counter, not `ks % kS1`: a modulo by a
-      // non-power of two costs several integer instructions per mma k-step.
       int fetch_stage = 0;
       // One commit group per k-step (empty past the end keeps the count uniform).
       auto fetch = [&](int ks) {
@@ -478,7 +484,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
           if constexpr (kSplit) ring.fetch(s + 1, w1p_lo + a_base + ks * kWarpSize);
         }
         cp_async_commit();
-        fetch_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
+        fetch_stage = next_stage<kS1>(fetch_stage);
       };
 #pragma unroll
       for (int s = 0; s < kS1 - 1; ++s) fetch(s);
@@ -506,8 +512,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
           o.b1[nt] = b_row[4 * kXStride + nt * kMmaN];
         }
         cp_async_wait<kS1 - 2>();  // this thread's copy for this k-step has landed
-        // The stage read is always the one after the stage fetched last.
-        const int read_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
+        const int read_stage = next_stage<kS1>(fetch_stage);
         const int s = read_stage * kG1SlotsPerStep<kSplit>;
         ring.read(s, o.a_hi);
         if constexpr (kSplit) ring.read(s + 1, o.a_lo);
@@ -835,13 +840,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (ks < ks1) ring.fetch(fetch_stage, a_src);
         cp_async_commit();
         a_src += kWarpSize;
-        fetch_stage = fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1;
+        fetch_stage = next_stage<kS1>(fetch_stage);
       };
 #pragma unroll
       for (int s = 0; s < kS1 - 1; ++s) fetch(s);
       auto read_a = [&](uint32_t (&a)[4]) {
         cp_async_wait<kS1 - 2>();
-        ring.read(fetch_stage + 1 == kS1 ? 0 : fetch_stage + 1, a);
+        ring.read(next_stage<kS1>(fetch_stage), a);
       };
       const float* b_start = xt + core_offset(g1_nt0 * kMmaN, 0, kCMax);
       float acc1[kG1NTilesPerWarp * 4];
@@ -884,7 +889,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         }
       }
       cp_async_commit();
-      fetch2_stage = fetch2_stage + 1 == kS2 ? 0 : fetch2_stage + 1;
+      fetch2_stage = next_stage<kS2>(fetch2_stage);
     };
 #pragma unroll
     for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
@@ -932,7 +937,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       uint32_t a2[2][kG2Blocks][4];
       auto read_a2 = [&](uint32_t (&a)[kG2Blocks][4]) {
         cp_async_wait<kS2 - 2>();
-        const int stage = fetch2_stage + 1 == kS2 ? 0 : fetch2_stage + 1;
+        const int stage = next_stage<kS2>(fetch2_stage);
 #pragma unroll
         for (int m = 0; m < kG2Blocks; ++m) ring.read(stage * kG2Blocks + m, a[m]);
       };
