@@ -298,13 +298,14 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
 
 
 # fused_dwsep::Path in kernels/fused_dwsep.h, by value.
-_KERNEL_PATHS = ("tensor_core", "general", "unsupported", "wgmma")
+_KERNEL_PATHS = ("tensor_core", "general", "unsupported", "wgmma", "tensor_core_wide")
 
 
 def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
     """Which CUDA kernel serves this shape on the current device under the
-    current allow_tf32 flag: 'wgmma' (Hopper, TF32), 'tensor_core' (mma.sync),
-    'general' or 'unsupported' (K too large); 'cpu' without CUDA."""
+    current allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256), 'tensor_core'
+    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512),
+    'general' (CUDA cores) or 'unsupported' (K too large); 'cpu' without CUDA."""
     if _ext is None:
         return "cpu"
     path = _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)

@@ -328,6 +328,9 @@ RAGGED = [
     (2, 3, 5, 100, 3),
     (2, 100, 264, 300, 9),
     (2, 264, 100, 257, 5),
+    (2, 257, 72, 65, 9),
+    (2, 384, 200, 130, 7),
+    (1, 512, 64, 63, 1),
     (2, 8, 16, 64, 1),
     (2, 24, 40, 200, 31),
     (4, 128, 256, 1000, 3),
@@ -370,7 +373,7 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
 
 @requires_cuda
 @pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
-@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (24, 40, 31)])
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (320, 128, 9), (24, 40, 31)])
 def test_cuda_padding_edges(C, E, K, tf32):
     """The conv pads h1 with zeros, not b1: a large b1 makes a wrong pad show
     at the first and last K//2 positions."""
@@ -436,7 +439,7 @@ def test_cuda_graph_capture_and_replay(tf32):
 
 
 @requires_cuda
-@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (100, 264, 9)])
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (100, 264, 9), (320, 128, 5)])
 def test_cuda_deterministic(C, E, K):
     _, new = make_pair(C, E, K, seed=5, device="cuda")
     x = torch.randn(3, C, 777, device="cuda")
@@ -487,7 +490,10 @@ def test_cuda_gate(tf32, monkeypatch):
     fast = "wgmma" if tf32 and hopper else "tensor_core"  # wgmma: TF32 mode on sm_90a
     assert kernel_path(256, 512, 9) == fast
     assert kernel_path(3, 5, 1) == fast
-    assert kernel_path(264, 100, 5) == "general"
+    assert kernel_path(257, 100, 5) == "tensor_core_wide"
+    assert kernel_path(512, 64, 9) == "tensor_core_wide"
+    assert kernel_path(513, 64, 9) == "general"
+    assert kernel_path(300, 64, 11) == "general"
     assert kernel_path(24, 40, 31) == "general"
     assert kernel_path(8, 16, 100001) == "unsupported"
 

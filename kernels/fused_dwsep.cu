@@ -10,8 +10,9 @@
 // chunks, and keeps the C x T output accumulator in registers.
 //
 // Three kernels, one gate (select_path):
-// * tensor-core kernel (C <= 256, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
-//   Per CTA: T = 128 positions. The x tile with a 4-column halo each side
+// * tensor-core kernel (C <= 512, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
+//   Per CTA: T = 128 positions for C <= 256 (the narrow tiling; T = 64 and
+//   72 columns below for the wide one, 256 < C <= 512). The x tile with a 4-column halo each side
 //   (136 columns) is staged once in shared memory. For each chunk of 64
 //   expanded channels: GEMM1 [64 x C] x [C x 136] -> h1 (shared, + b1, and
 //   forced to 0 at positions outside [0, L) so padding contributes 0, not b1);
@@ -19,8 +20,8 @@
 //   [C x 64] x [64 x 128] accumulates into registers. The epilogue adds b2 and x and
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
-// * wgmma kernel (same shapes, TF32 mode, compute capability 9.0 built as
-//   sm_90a): the same tiling with Hopper's warpgroup mma, B operands read by
+// * wgmma kernel (C <= 256, TF32 mode, compute capability 9.0 built as
+//   sm_90a): the narrow tiling with Hopper's warpgroup mma, B operands read by
 //   the tensor cores from shared memory (see its section below).
 // * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
 //   CUDA cores with FFMA, for shapes the tensor-core tiling does not cover.
@@ -152,77 +153,106 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 8;
 
-constexpr int kTileT = 128;                    // output positions per CTA
 constexpr int kMaxHalf = 4;                    // largest K / 2 served (K <= 9)
 constexpr int kMaxK = 2 * kMaxHalf + 1;
-constexpr int kNX = kTileT + 2 * kMaxHalf;     // h1 columns: tile plus halo
-constexpr int kCMax = 256;                     // largest C served
 constexpr int kEChunk = 64;                    // expanded channels per chunk
 constexpr int kVec = 4;                        // floats per 16-byte copy
 
-// Shared-memory row strides (floats). B fragments read rows k = q and q + 4 at
-// column n = g: a stride that is 8 (mod 32) puts the 32 lanes on 32 banks.
-// h holds h1 for the chunk, then h3 in place (the depthwise is per channel).
-constexpr int kXStride = kNX;
-constexpr int kHStride = kNX;
-static_assert(kXStride % 32 == 8 && kHStride % 32 == 8,
-              "B-fragment rows must be 8 (mod 32) floats apart to avoid bank conflicts");
-static_assert(kNX % kMmaN == 0 && kTileT % kMmaN == 0, "tiles are whole n8 columns");
-static_assert(kNX % kVec == 0 && kXStride % kVec == 0 && kMaxHalf % kVec == 0,
-              "x rows stage as aligned 16-byte pieces");
-
 // GEMM1 (h1 = W1 x): 4 warps along M (one m16 tile each of the 64-row chunk)
-// x 2 warps along N. The 17 n8 column tiles split as 0..8 and 8..16: both
-// halves compute tile 8 and only the first stores it, which keeps the inner
-// loop free of branches (a branch around each mma serialises it).
+// x 2 warps along N (the h1 columns; see Tiling).
 constexpr int kG1WarpsM = kEChunk / kMmaM;
 constexpr int kG1WarpsN = kWarps / kG1WarpsM;
-constexpr int kG1NTiles = kNX / kMmaN;
-constexpr int kG1NTilesPerWarp = (kG1NTiles + kG1WarpsN - 1) / kG1WarpsN;
-constexpr int kG1NStride = kG1NTiles - kG1NTilesPerWarp;  // first tile of the second half
 static_assert(kG1WarpsM * kG1WarpsN == kWarps && kG1WarpsN == 2, "GEMM1 warp grid covers the CTA");
-static_assert(kG1NStride <= kG1NTilesPerWarp, "the two halves cover every tile");
-
-// GEMM2 (acc += W2 h3): each warp owns 32 output channels (two m16 tiles) over
-// all 128 positions (16 n8 tiles): 2 * 16 * 4 = 128 accumulator registers.
-constexpr int kG2RowsPerWarp = kCMax / kWarps;
-constexpr int kG2MTiles = kG2RowsPerWarp / kMmaM;
-constexpr int kG2NTiles = kTileT / kMmaN;
 constexpr int kG2KSteps = kEChunk / kMmaK;
-static_assert(kG2MTiles * kMmaM * kWarps == kCMax, "GEMM2 warps cover kCMax rows");
 
 // Depthwise: each warp produces 8 rows of h3; each lane 4 consecutive
-// positions per row, from a 12-column window read as three 16-byte loads.
+// positions of a row, from a 12-column window read as three 16-byte loads.
 constexpr int kDwRowsPerWarp = kEChunk / kWarps;
-constexpr int kDwColsPerLane = kTileT / kWarpSize;
-constexpr int kDwWindow = kDwColsPerLane + kMaxK - 1;
-static_assert(kDwRowsPerWarp * kWarps == kEChunk && kDwColsPerLane * kWarpSize == kTileT,
-              "depthwise work splits evenly");
-static_assert(kDwColsPerLane == kVec && kDwWindow % kVec == 0, "windows are whole 16-byte loads");
+constexpr int kDwWindow = kVec + kMaxK - 1;
+static_assert(kDwRowsPerWarp * kWarps == kEChunk, "depthwise rows split evenly");
+static_assert(kDwWindow % kVec == 0, "windows are whole 16-byte loads");
 // Packed depthwise record per channel: kMaxK taps, bd, padding to 16 bytes.
 constexpr int kTapBias = kMaxK;
 constexpr int kTapRecord = 12;
 static_assert(kTapBias < kTapRecord && kTapRecord % kVec == 0, "record holds taps and bias");
 
-// Weight A fragments stream from L2 through a per-thread ring of 16-byte
-// slots in shared memory (cp.async, [slot][thread] so a warp's reads are
-// conflict-free). Each thread reads back only what it copied, so the ring
+// The two tilings of the tensor-core kernel. The whole x tile (every input
+// channel, T positions plus the halo) lives in shared memory for GEMM1, so
+// the largest C served and the tile length T trade against each other:
+//   Narrow: C <= 256, T = 128 (the headline shape; also the wgmma kernel's).
+//   Wide:   C <= 512, T = 64  (more halo per position: 72 h1 columns per 64).
+// Weight A fragments stream from L2 through a per-thread ring of kRingSlots
+// 16-byte slots in shared memory (cp.async, [slot][thread] so a warp's reads
+// are conflict-free). Each thread reads back only what it copied, so the ring
 // needs no barriers; it is deep enough to cover L2 latency.
-constexpr int kRingSlots = 14;
-constexpr int kSmemFloats = kCMax * kXStride + kEChunk * kHStride + kRingSlots * kThreads * kVec;
-constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
-static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+template <int kCMax_, int kTileT_, int kRingSlots_>
+struct Tiling {
+  static constexpr int kCMax = kCMax_;      // largest C served
+  static constexpr int kTileT = kTileT_;    // output positions per CTA
+  static constexpr int kRingSlots = kRingSlots_;
+  static constexpr int kNX = kTileT + 2 * kMaxHalf;  // h1 columns: tile plus halo
 
-// Slots one k-step takes: one per m16 tile, twice with the (hi, lo) split.
-template <bool kSplit> constexpr int kG1SlotsPerStep = kSplit ? 2 : 1;
-template <bool kSplit> constexpr int kG2SlotsPerStep = kG2MTiles * (kSplit ? 2 : 1);
-template <bool kSplit> constexpr int kG1Stages = kRingSlots / kG1SlotsPerStep<kSplit>;
-template <bool kSplit> constexpr int kG2Stages = kRingSlots / kG2SlotsPerStep<kSplit>;
-static_assert(kG1Stages<true> >= 2 && kG2Stages<true> >= 2, "the ring must double-buffer");
+  // Shared-memory row strides (floats). B fragments read rows k = q and q + 4
+  // at column n = g: a stride that is 8 (mod 32) puts the 32 lanes on 32
+  // banks. h holds h1 for the chunk, then h3 in place (the depthwise is per
+  // channel).
+  static constexpr int kXStride = kNX;
+  static constexpr int kHStride = kNX;
+
+  // GEMM1: the n8 column tiles split between the two N halves, e.g. 17 tiles
+  // as 0..8 and 8..16: both halves compute the middle tile and only the first
+  // stores it, which keeps the inner loop free of branches (a branch around
+  // each mma serialises it).
+  static constexpr int kG1NTiles = kNX / kMmaN;
+  static constexpr int kG1NTilesPerWarp = (kG1NTiles + kG1WarpsN - 1) / kG1WarpsN;
+  static constexpr int kG1NStride = kG1NTiles - kG1NTilesPerWarp;  // first tile of the second half
+
+  // GEMM2 (acc += W2 h3): each warp owns kCMax / 8 output channels over all
+  // T positions: 128 accumulator registers in both tilings.
+  static constexpr int kG2RowsPerWarp = kCMax / kWarps;
+  static constexpr int kG2MTiles = kG2RowsPerWarp / kMmaM;
+  static constexpr int kG2NTiles = kTileT / kMmaN;
+
+  // Depthwise: kTileT / 4 lanes cover a row, so a warp does 1 (T = 128) or
+  // 2 (T = 64) rows per pass.
+  static constexpr int kDwLanesPerRow = kTileT / kVec;
+  static constexpr int kDwRowsPerPass = kWarpSize / kDwLanesPerRow;
+
+  static constexpr int kSmemFloats = kCMax * kXStride + kEChunk * kHStride + kRingSlots * kThreads * kVec;
+  static constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
+
+  // Ring stages: a k-step takes one slot per m16 tile, twice with the
+  // (hi, lo) split.
+  __host__ __device__ static constexpr int g1_stages(bool split) { return kRingSlots / (split ? 2 : 1); }
+  __host__ __device__ static constexpr int g2_slots_per_step(bool split) { return kG2MTiles * (split ? 2 : 1); }
+  __host__ __device__ static constexpr int g2_stages(bool split) { return kRingSlots / g2_slots_per_step(split); }
+};
+
+template <class S>
+constexpr bool tiling_ok() {
+  static_assert(S::kXStride % 32 == 8 && S::kHStride % 32 == 8,
+                "B-fragment rows must be 8 (mod 32) floats apart to avoid bank conflicts");
+  static_assert(S::kNX % kMmaN == 0 && S::kTileT % kMmaN == 0, "tiles are whole n8 columns");
+  static_assert(S::kNX % kVec == 0 && S::kXStride % kVec == 0 && kMaxHalf % kVec == 0,
+                "x rows stage as aligned 16-byte pieces");
+  static_assert(S::kG1NStride <= S::kG1NTilesPerWarp, "the two halves cover every tile");
+  static_assert(S::kG2MTiles * kMmaM * kWarps == S::kCMax, "GEMM2 warps cover kCMax rows");
+  static_assert(S::kDwLanesPerRow * S::kDwRowsPerPass == kWarpSize &&
+                    kDwRowsPerWarp % S::kDwRowsPerPass == 0,
+                "depthwise rows tile the warp");
+  static_assert(S::g1_stages(true) >= 2 && S::g2_stages(true) >= 2, "the ring must double-buffer");
+  static_assert(S::kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+  return true;
+}
+
+using Narrow = Tiling<256, 128, 14>;
+using Wide = Tiling<512, 64, 16>;
+static_assert(tiling_ok<Narrow>() && tiling_ok<Wide>(), "tilings are consistent");
 
 // Packed weights: A fragments in [tile][k-step][lane] float4 order.
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
-//   W2p: tiles of 16 output channels (C padded to kCMax), k-steps over E.
+//   W2p: tiles of 16 output channels (C padded to the tiling's kCMax, so
+//   every row a GEMM2 warp fetches exists), k-steps over E.
 // With kSplit a second copy holds the low TF32 parts.
 //   taps: per expanded channel, kTapRecord floats: the K depthwise taps placed
 //   centred in kMaxK slots (zeros around them, so every K <= kMaxK runs the
@@ -231,8 +261,8 @@ struct PackedLayout {
   int64_t C8, E64, CPad;
   int64_t w1_floats, w2_floats;  // one copy each
   bool split;
-  __host__ __device__ PackedLayout(int64_t C, int64_t E, bool tf32)
-      : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), CPad(round_up(C, kCMax)),
+  __host__ __device__ PackedLayout(int64_t C, int64_t E, bool tf32, int c_max)
+      : C8(round_up(C, kMmaK)), E64(round_up(E, kEChunk)), CPad(round_up(C, c_max)),
         w1_floats(E64 * C8), w2_floats(CPad * E64), split(!tf32) {}
   __host__ __device__ int64_t weight_floats() const { return (w1_floats + w2_floats) * (split ? 2 : 1); }
   __host__ __device__ int64_t total_floats() const { return weight_floats() + E64 * kTapRecord; }
@@ -256,8 +286,9 @@ __device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64
   return (row < rows && col < cols) ? m[row * cols + col] : 0.0f;
 }
 
-__global__ void pack_weights_kernel(Params p) {
-  const PackedLayout lay(p.C, p.E, p.tf32);
+// c_max: the kCMax of the tiling that will read the packed weights.
+__global__ void pack_weights_kernel(Params p, int c_max) {
+  const PackedLayout lay(p.C, p.E, p.tf32, c_max);
   float* ws = p.workspace;
   const int64_t n1 = lay.w1_floats, n2 = lay.w2_floats;
   const int64_t ks1 = lay.C8 / kMmaK, ks2 = lay.E64 / kMmaK;
@@ -299,7 +330,7 @@ __device__ __forceinline__ int next_stage(int s) {
   return s + 1 == kStages ? 0 : s + 1;
 }
 
-// The per-thread weight ring (see kRingSlots).
+// The per-thread weight ring (see Tiling).
 struct Ring {
   float4* base;  // slot s of this thread: base[s * kThreads]
   __device__ __forceinline__ float4* slot(int s) const { return base + s * kThreads; }
@@ -310,16 +341,18 @@ struct Ring {
 // h1 = acc1 + b1 for one warp's GEMM1 fragment (m16 tile g1m of chunk ch,
 // n8 tiles nt0.. of the h1 columns), exactly 0 where the position is padding.
 // Tiles below `skip` are stored by the other N half.
-__device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[kG1NTilesPerWarp][4],
+template <class S>
+__device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[S::kG1NTilesPerWarp][4],
                                          const Params& p, int ch, int g1m, int nt0, int skip,
                                          int64_t xcol0, int lane) {
+  constexpr int kHStride = S::kHStride;
   const int g = lane / 4, q = lane % 4;
   const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
   const int64_t e_a = static_cast<int64_t>(ch) * kEChunk + row_a, e_b = e_a + 8;
   const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
   const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
 #pragma unroll
-  for (int nt = 0; nt < kG1NTilesPerWarp; ++nt) {
+  for (int nt = 0; nt < S::kG1NTilesPerWarp; ++nt) {
     if (nt >= skip) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -333,11 +366,12 @@ __device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[kG1NTile
   }
 }
 
-// Depthwise + bd + GELU for h1 row `row` of the chunk, columns 4*lane..4*lane+3:
+// Depthwise + bd + GELU for h1 row `row` of the chunk, columns col..col+3:
 // h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps centred, zeros around
 // them), read as three 16-byte windows.
+template <class S>
 __device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* taps, int e, int row,
-                                                int lane) {
+                                                int col) {
   float tap[kTapRecord];
 #pragma unroll
   for (int v = 0; v < kTapRecord / kVec; ++v) {
@@ -347,7 +381,7 @@ __device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* t
     tap[v * kVec + 2] = t4.z;
     tap[v * kVec + 3] = t4.w;
   }
-  const float* hrow = hs + row * kHStride + lane * kDwColsPerLane;
+  const float* hrow = hs + row * S::kHStride + col;
   float win[kDwWindow];
 #pragma unroll
   for (int v = 0; v < kDwWindow / kVec; ++v) {
@@ -357,9 +391,9 @@ __device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* t
     win[v * kVec + 2] = w4.z;
     win[v * kVec + 3] = w4.w;
   }
-  float h3[kDwColsPerLane];
+  float h3[kVec];
 #pragma unroll
-  for (int j = 0; j < kDwColsPerLane; ++j) {
+  for (int j = 0; j < kVec; ++j) {
     float acc_dw = tap[kTapBias];
 #pragma unroll
     for (int m = 0; m < kMaxK; ++m) acc_dw = fmaf(tap[m], win[j + m], acc_dw);
@@ -372,15 +406,16 @@ __device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* t
 // acc + b2): whole rows, 16-byte coalesced where aligned. (C and L as plain
 // values: taking them from Params here cost the split kernel's GEMM1 loop 15
 // register moves per k-step, measured in its SASS.)
+template <class S>
 __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int C, int64_t L,
                                            const float* xb, float* yb, int64_t t0) {
-  constexpr int kPieces = kTileT / kVec;
+  constexpr int kPieces = S::kTileT / kVec;
   const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
   for (int i = threadIdx.x; i < C * kPieces; i += kThreads) {
     const int c = i / kPieces, j = (i % kPieces) * kVec;
     const int64_t t = t0 + j;
-    const float* src = ys + c * kXStride + j;
+    const float* src = ys + c * S::kXStride + j;
     if (aligned && t + kVec <= L) {
       const float4 xv = __ldg(reinterpret_cast<const float4*>(xb + c * L + t));
       const float4 a = *reinterpret_cast<const float4*>(src);
@@ -394,8 +429,14 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
   }
 }
 
-template <bool kSplit>
+template <class S, bool kSplit>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
+  constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
+  constexpr int kXStride = S::kXStride, kHStride = S::kHStride;
+  constexpr int kG1NTilesPerWarp = S::kG1NTilesPerWarp, kG1NStride = S::kG1NStride;
+  constexpr int kG2RowsPerWarp = S::kG2RowsPerWarp, kG2MTiles = S::kG2MTiles, kG2NTiles = S::kG2NTiles;
+  constexpr int kG1SlotsPerStep = kSplit ? 2 : 1, kG2SlotsPerStep = S::g2_slots_per_step(kSplit);
+  constexpr int kS1 = S::g1_stages(kSplit), kS2 = S::g2_stages(kSplit);
   extern __shared__ float4 smem_f4[];
   float* xs = reinterpret_cast<float*>(smem_f4);  // [kCMax][kXStride]
   float* hs = xs + kCMax * kXStride;              // [kEChunk][kHStride]
@@ -410,7 +451,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
   const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
 
-  const PackedLayout lay(p.C, p.E, p.tf32);
+  const PackedLayout lay(p.C, p.E, p.tf32, kCMax);
   const int c8 = static_cast<int>(lay.C8);
   const int ks1 = c8 / kMmaK;
   const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
@@ -469,17 +510,16 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const int g2_row0 = warp * kG2RowsPerWarp;
   const bool g2_active = g2_row0 < C;  // warps past C have no output rows
   const int nchunks = static_cast<int>(lay.E64 / kEChunk);
-  constexpr int kS1 = kG1Stages<kSplit>, kS2 = kG2Stages<kSplit>;
 
   for (int ch = 0; ch < nchunks; ++ch) {
-    // ---- GEMM1: h1[64 x 136] = W1[chunk] x xs -----------------------------
+    // ---- GEMM1: h1[64 x kNX] = W1[chunk] x xs -----------------------------
     {
       const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
       int fetch_stage = 0;
       // One commit group per k-step (empty past the end keeps the count uniform).
       auto fetch = [&](int ks) {
         if (ks < ks1) {
-          const int s = fetch_stage * kG1SlotsPerStep<kSplit>;
+          const int s = fetch_stage * kG1SlotsPerStep;
           ring.fetch(s, w1p_hi + a_base + ks * kWarpSize);
           if constexpr (kSplit) ring.fetch(s + 1, w1p_lo + a_base + ks * kWarpSize);
         }
@@ -513,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
         }
         cp_async_wait<kS1 - 2>();  // this thread's copy for this k-step has landed
         const int read_stage = next_stage<kS1>(fetch_stage);
-        const int s = read_stage * kG1SlotsPerStep<kSplit>;
+        const int s = read_stage * kG1SlotsPerStep;
         ring.read(s, o.a_hi);
         if constexpr (kSplit) ring.read(s + 1, o.a_lo);
       };
@@ -531,7 +571,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
         cur = next;
       }
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
-      store_h1(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
+      store_h1<S>(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
     }
     __syncthreads();  // h1 complete
 
@@ -539,7 +579,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     const int64_t w2_base = static_cast<int64_t>(ch) * kG2KSteps * kWarpSize;
     auto fetch2 = [&](int ks) {
       if (g2_active && ks < kG2KSteps) {
-        const int s = (ks % kS2) * kG2SlotsPerStep<kSplit>;
+        const int s = (ks % kS2) * kG2SlotsPerStep;
 #pragma unroll
         for (int mt = 0; mt < kG2MTiles; ++mt) {
           const int64_t off = (warp * kG2MTiles + mt) * static_cast<int64_t>(ks2_total) * kWarpSize +
@@ -555,25 +595,28 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
     // ---- depthwise + bd + GELU, in place ----------------------------------------
     // A warp owns whole rows, so reading a row then writing it back needs only
-    // the warp to agree: lane l writes columns 4l..4l+3, which lanes l-2..l read.
+    // the warp to agree: the lane at column col writes col..col+3, which the
+    // lanes at col-8..col of the same row read.
     const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
-#pragma unroll(kSplit ? 1 : 2)  // two rows in flight; split mode has no registers to spare
-    for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
-      const int row = warp * kDwRowsPerWarp + rr;
-      float4 h3 = depthwise_row(hs, taps, ch * kEChunk + row, row, lane);
+    const int dw_col = (lane % S::kDwLanesPerRow) * kVec;
+    const int dw_row0 = warp * kDwRowsPerWarp + lane / S::kDwLanesPerRow;
+#pragma unroll(kSplit ? 1 : 2)  // two passes in flight; split mode has no registers to spare
+    for (int rr = 0; rr < kDwRowsPerWarp; rr += S::kDwRowsPerPass) {
+      const int row = dw_row0 + rr;
+      float4 h3 = depthwise_row<S>(hs, taps, ch * kEChunk + row, row, dw_col);
       if constexpr (!kSplit)
         h3 = make_float4(tf32_round(h3.x), tf32_round(h3.y), tf32_round(h3.z), tf32_round(h3.w));
       __syncwarp();
-      *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) = h3;
+      *reinterpret_cast<float4*>(hs + row * kHStride + dw_col) = h3;
     }
     __syncthreads();  // h3 complete
 
-    // ---- GEMM2: acc[C x 128] += W2[:, chunk] x h3 --------------------------
+    // ---- GEMM2: acc[C x T] += W2[:, chunk] x h3 ----------------------------
     if (g2_active) {
       for (int ks = 0; ks < kG2KSteps; ++ks) {
         cp_async_wait<kS2 - 2>();
         uint32_t a_hi[kG2MTiles][4], a_lo[kG2MTiles][4];
-        const int s = (ks % kS2) * kG2SlotsPerStep<kSplit>;
+        const int s = (ks % kS2) * kG2SlotsPerStep;
 #pragma unroll
         for (int mt = 0; mt < kG2MTiles; ++mt) {
           ring.read(s + mt, a_hi[mt]);
@@ -621,7 +664,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     }
   }
   __syncthreads();
-  store_tile(ys, p, C, L, xb, yb, t0);
+  store_tile<S>(ys, p, C, L, xb, yb, t0);
 }
 
 }  // namespace tc
@@ -645,6 +688,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 namespace wg {
 
 using namespace tc;
+using S = Narrow;  // the wgmma kernel runs the narrow tiling
+constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
+constexpr int kXStride = S::kXStride, kHStride = S::kHStride, kRingSlots = S::kRingSlots;
+constexpr int kG1NTilesPerWarp = S::kG1NTilesPerWarp, kG1NStride = S::kG1NStride;
+constexpr int kDwColsPerLane = kVec;  // one 128-position row per warp and pass
+static_assert(S::kDwRowsPerPass == 1, "the h3^T store assumes one row per warp and pass");
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kWarpgroups = kThreads / kWarpgroupThreads;
@@ -654,7 +703,7 @@ constexpr int kG2Blocks = kCMax / kWarpgroups / kWgmmaM;    // m64 blocks of y p
 constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;  // accumulators per block and thread
 static_assert(kWarpgroups == kG1WarpsN && kG1WarpsM * kMmaM == kWgmmaM,
               "warpgroup w is GEMM1's N half w; its 4 warps are the 4 m16 tiles");
-static_assert(kG2Blocks * kWgmmaM * kWarpgroups == kCMax && kG2Blocks == kG2MTiles,
+static_assert(kG2Blocks * kWgmmaM * kWarpgroups == kCMax && kG2Blocks == S::kG2MTiles,
               "GEMM2: two m64 blocks per warpgroup, one A fragment of each per warp");
 static_assert(kG1Cols == 72 && kTileT == 128, "instruction shapes below: m64n72k8, m64n128k8");
 
@@ -782,7 +831,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
   const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
 
-  const PackedLayout lay(p.C, p.E, true);
+  const PackedLayout lay(p.C, p.E, true, kCMax);
   const int c8 = static_cast<int>(lay.C8);
   const int ks1 = c8 / kMmaK;
   const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
@@ -828,7 +877,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const int g1_skip = wgi * (kG1NTilesPerWarp - kG1NStride);  // tiles the first half stores
   const bool g2_active = wgi * kG2Blocks * kWgmmaM < C;      // warpgroup 1 idles for C <= 128
   const int nchunks = static_cast<int>(lay.E64 / kEChunk);
-  constexpr int kS1 = kG1Stages<false>, kS2 = kG2Stages<false>;
+  constexpr int kS1 = S::g1_stages(false), kS2 = S::g2_stages(false);
 
   for (int ch = 0; ch < nchunks; ++ch) {
     // ---- GEMM1: h1[64 x 72] = W1[chunk] x x^T[my 72 columns] ---------------
@@ -871,7 +920,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       fence_operands(acc1);
       cp_async_wait<0>();
       __syncthreads();  // both warpgroups are done with the previous chunk's h3^T in hs
-      store_h1(hs, reinterpret_cast<const float(&)[kG1NTilesPerWarp][4]>(acc1), p, ch, wq, g1_nt0,
+      store_h1<S>(hs, reinterpret_cast<const float(&)[kG1NTilesPerWarp][4]>(acc1), p, ch, wq, g1_nt0,
                g1_skip, xcol0, lane);
     }
     __syncthreads();  // h1 complete
@@ -902,7 +951,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll 2
     for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
       const int row = warp * kDwRowsPerWarp + rr;
-      const float4 v = depthwise_row(hs, taps, ch * kEChunk + row, row, lane);
+      const float4 v = depthwise_row<S>(hs, taps, ch * kEChunk + row, row, lane * kDwColsPerLane);
       __syncwarp();
       *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) =
           make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
@@ -986,7 +1035,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   {
     const int64_t blk = block_index();
     const int64_t row = blk / tiles_per_row;
-    store_tile(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
@@ -1153,17 +1202,49 @@ int64_t max_kernel_size(int device) {
 
 Path select_path(const Params& p, int device) {
   if (p.K > max_kernel_size(device)) return Path::kUnsupported;
-  const bool tc_shape = p.C <= tc::kCMax && p.K <= tc::kMaxK;
-  const bool tc_device = device_major(device) >= 8 &&
-                         static_cast<size_t>(device_smem_optin(device)) >= tc::kSmemBytes;
-  if (!tc_shape || !tc_device) return Path::kGeneral;
-  return p.tf32 && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
+  if (p.K <= tc::kMaxK && device_major(device) >= 8) {
+    const size_t smem = static_cast<size_t>(device_smem_optin(device));
+    if (p.C <= tc::Narrow::kCMax && smem >= tc::Narrow::kSmemBytes)
+      return p.tf32 && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
+    if (p.C <= tc::Wide::kCMax && smem >= tc::Wide::kSmemBytes) return Path::kTensorCoreWide;
+  }
+  return Path::kGeneral;
 }
+
+namespace {
+
+// What launch() needs to start one of the tensor-core kernels.
+struct TcLaunch {
+  void (*kernel)(Params);
+  size_t smem;
+  int tile_t, c_max;
+};
+
+template <class S>
+TcLaunch tc_launch(bool tf32) {
+  return {tf32 ? tc::fused_dwsep_tc_kernel<S, false> : tc::fused_dwsep_tc_kernel<S, true>,
+          S::kSmemBytes, S::kTileT, S::kCMax};
+}
+
+TcLaunch tc_launch(Path path, bool tf32) {
+#if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma)
+    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, tc::Narrow::kTileT, tc::Narrow::kCMax};
+#endif
+  return path == Path::kTensorCoreWide ? tc_launch<tc::Wide>(tf32) : tc_launch<tc::Narrow>(tf32);
+}
+
+bool is_tensor_core(Path path) {
+  return path == Path::kTensorCore || path == Path::kWgmma || path == Path::kTensorCoreWide;
+}
+
+}  // namespace
 
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
-  if (path != Path::kTensorCore && path != Path::kWgmma) return 0;
-  return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32).total_floats());
+  if (!is_tensor_core(path)) return 0;
+  const TcLaunch tl = tc_launch(path, p.tf32);
+  return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats());
 }
 
 cudaError_t launch(const Params& p, cudaStream_t stream) {
@@ -1177,27 +1258,21 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const Path path = select_path(p, device);
   if (path == Path::kUnsupported) return cudaErrorInvalidValue;
 
-  if (path == Path::kTensorCore || path == Path::kWgmma) {
+  if (is_tensor_core(path)) {
     if (p.workspace == nullptr) return cudaErrorInvalidValue;
+    const TcLaunch tl = tc_launch(path, p.tf32);
     // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
     constexpr int kPackThreads = 256, kPackBlocks = 512;
-    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    // One CTA per (batch row, 128-position tile); 226 KB of shared memory
-    // means one CTA per SM, so the grid runs in waves.
-    const int64_t blocks = p.B * ceil_div(p.L, tc::kTileT);
+    // One CTA per (batch row, position tile); ~226 KB of shared memory means
+    // one CTA per SM, so the grid runs in waves.
+    const int64_t blocks = p.B * ceil_div(p.L, tl.tile_t);
     if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-    void (*kernel)(Params) = p.tf32 ? tc::fused_dwsep_tc_kernel<false> : tc::fused_dwsep_tc_kernel<true>;
-    size_t smem = tc::kSmemBytes;
-#if defined(FUSED_DWSEP_SM90A)
-    if (path == Path::kWgmma) {
-      kernel = wg::fused_dwsep_wgmma_kernel;
-      smem = wg::kSmemBytes;
-    }
-#endif
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(tl.smem));
     if (err != cudaSuccess) return err;
-    kernel<<<static_cast<unsigned>(blocks), tc::kThreads, smem, stream>>>(p);
+    tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);
     return cudaGetLastError();
   }
 

@@ -32,6 +32,7 @@ enum class Path : int {
   kGeneral = 1,     // CUDA-core fused kernel: any C and E, K up to max_kernel_size()
   kUnsupported = 2, // K too large for the general kernel's shared memory
   kWgmma = 3,       // the tensor-core tiling with wgmma: TF32 mode on sm_90 (built as sm_90a)
+  kTensorCoreWide = 4,  // mma.sync fused kernel, 64-position tiles: 256 < C <= 512, K <= 9, sm_80+
 };
 
 // Which kernel launch() will use for this problem on `device`.
