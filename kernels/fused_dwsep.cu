@@ -11,8 +11,8 @@
 //
 // Three kernels, one gate (select_path):
 // * tensor-core kernel (C <= 512, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
-//   Per CTA: T = 128 positions for C <= 256 (the narrow tiling; T = 64 and
-//   72 columns below for the wide one, 256 < C <= 512). The x tile with a 4-column halo each side
+//   Per CTA: T = 128 positions for C <= 256 (T = 64 for 256 < C <= 512, the
+//   "wide" tilings: see Tiling). The x tile with a 4-column halo each side
 //   (136 columns) is staged once in shared memory. For each chunk of 64
 //   expanded channels: GEMM1 [64 x C] x [C x 136] -> h1 (shared, + b1, and
 //   forced to 0 at positions outside [0, L) so padding contributes 0, not b1);
@@ -21,7 +21,7 @@
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
 // * wgmma kernel (C <= 256, TF32 mode, compute capability 9.0 built as
-//   sm_90a): the narrow tiling with Hopper's warpgroup mma, B operands read by
+//   sm_90a): the C <= 256 tiling with Hopper's warpgroup mma, B operands read by
 //   the tensor cores from shared memory (see its section below).
 // * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
 //   CUDA cores with FFMA, for shapes the tensor-core tiling does not cover.
@@ -176,11 +176,13 @@ constexpr int kTapBias = kMaxK;
 constexpr int kTapRecord = 12;
 static_assert(kTapBias < kTapRecord && kTapRecord % kVec == 0, "record holds taps and bias");
 
-// The two tilings of the tensor-core kernel. The whole x tile (every input
+// The tilings of the tensor-core kernel. The whole x tile (every input
 // channel, T positions plus the halo) lives in shared memory for GEMM1, so
 // the largest C served and the tile length T trade against each other:
-//   Narrow: C <= 256, T = 128 (the headline shape; also the wgmma kernel's).
-//   Wide:   C <= 512, T = 64  (more halo per position: 72 h1 columns per 64).
+//   C256: C <= 256, T = 128 (the headline shape; also the wgmma kernel's).
+//   C384, C512: T = 64 (more halo per position: 72 h1 columns per 64). GEMM2
+//   gives each warp kCMax / 8 rows, so a C of 320 on C512 would leave 3 of 8
+//   warps idle in GEMM2: C384 was 14-16% faster at C = 320 and 384 (H200).
 // Weight A fragments stream from L2 through a per-thread ring of kRingSlots
 // 16-byte slots in shared memory (cp.async, [slot][thread] so a warp's reads
 // are conflict-free). Each thread reads back only what it copied, so the ring
@@ -245,9 +247,10 @@ constexpr bool tiling_ok() {
   return true;
 }
 
-using Narrow = Tiling<256, 128, 14>;
-using Wide = Tiling<512, 64, 16>;
-static_assert(tiling_ok<Narrow>() && tiling_ok<Wide>(), "tilings are consistent");
+using C256 = Tiling<256, 128, 14>;
+using C384 = Tiling<384, 64, 16>;
+using C512 = Tiling<512, 64, 16>;
+static_assert(tiling_ok<C256>() && tiling_ok<C384>() && tiling_ok<C512>(), "tilings are consistent");
 
 // Packed weights: A fragments in [tile][k-step][lane] float4 order.
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
@@ -688,7 +691,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 namespace wg {
 
 using namespace tc;
-using S = Narrow;  // the wgmma kernel runs the narrow tiling
+using S = C256;  // the wgmma kernel runs the C <= 256 tiling
 constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
 constexpr int kXStride = S::kXStride, kHStride = S::kHStride, kRingSlots = S::kRingSlots;
 constexpr int kG1NTilesPerWarp = S::kG1NTilesPerWarp, kG1NStride = S::kG1NStride;
@@ -1204,9 +1207,10 @@ Path select_path(const Params& p, int device) {
   if (p.K > max_kernel_size(device)) return Path::kUnsupported;
   if (p.K <= tc::kMaxK && device_major(device) >= 8) {
     const size_t smem = static_cast<size_t>(device_smem_optin(device));
-    if (p.C <= tc::Narrow::kCMax && smem >= tc::Narrow::kSmemBytes)
+    if (p.C <= tc::C256::kCMax && smem >= tc::C256::kSmemBytes)
       return p.tf32 && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
-    if (p.C <= tc::Wide::kCMax && smem >= tc::Wide::kSmemBytes) return Path::kTensorCoreWide;
+    static_assert(tc::C384::kSmemBytes <= tc::C512::kSmemBytes, "one check covers both wide tilings");
+    if (p.C <= tc::C512::kCMax && smem >= tc::C512::kSmemBytes) return Path::kTensorCoreWide;
   }
   return Path::kGeneral;
 }
@@ -1226,12 +1230,15 @@ TcLaunch tc_launch(bool tf32) {
           S::kSmemBytes, S::kTileT, S::kCMax};
 }
 
-TcLaunch tc_launch(Path path, bool tf32) {
+// The kernel and tiling for a tensor-core path: kTensorCoreWide takes the
+// smallest wide tiling that holds C.
+TcLaunch tc_launch(Path path, const Params& p) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, tc::Narrow::kTileT, tc::Narrow::kCMax};
+    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, tc::C256::kTileT, tc::C256::kCMax};
 #endif
-  return path == Path::kTensorCoreWide ? tc_launch<tc::Wide>(tf32) : tc_launch<tc::Narrow>(tf32);
+  if (path != Path::kTensorCoreWide) return tc_launch<tc::C256>(p.tf32);
+  return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
 }
 
 bool is_tensor_core(Path path) {
@@ -1243,7 +1250,7 @@ bool is_tensor_core(Path path) {
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
   if (!is_tensor_core(path)) return 0;
-  const TcLaunch tl = tc_launch(path, p.tf32);
+  const TcLaunch tl = tc_launch(path, p);
   return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats());
 }
 
@@ -1260,7 +1267,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
 
   if (is_tensor_core(path)) {
     if (p.workspace == nullptr) return cudaErrorInvalidValue;
-    const TcLaunch tl = tc_launch(path, p.tf32);
+    const TcLaunch tl = tc_launch(path, p);
     // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
     constexpr int kPackThreads = 256, kPackBlocks = 512;
     tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
