@@ -4,7 +4,8 @@
 
 ``ModelNew`` is a drop-in for the reference ``Model`` (same constructor, same
 submodules in the same order, same state_dict). On CUDA float32 tensors its
-forward runs the fused kernel in ``kernels/``, compiled on first import with
+forward runs the fused kernel in ``kernels/`` (where one serves the shape;
+``kernel_path`` says), compiled on first import with
 ``torch.utils.cpp_extension.load_inline`` and cached; on the CPU it runs the
 same math with PyTorch ops.
 
@@ -121,6 +122,13 @@ def _load_extension():
 
 _ext = _load_extension()
 
+# fused_dwsep::Path in kernels/fused_dwsep.h, by value. The last, kNone, means
+# no fused kernel serves the shape (C > 512, K > 9, or a GPU before sm_80);
+# fused_dwsep then runs the reference computation with PyTorch's kernels
+# (a CUDA-core fused kernel measured 2-236x slower than them there).
+_KERNEL_PATHS = ("tensor_core", "tensor_core_wide", "wgmma", "pytorch")
+_PYTORCH_PATH = _KERNEL_PATHS[-1]
+
 
 # ----------------------------------------------------------------------------
 # Reference math (CPU path, and what the tests compare against)
@@ -167,26 +175,27 @@ def _check_inputs(x, w1, b1, wd, bd, w2, b2) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[int, int]:
-    """(largest K the CUDA kernels take, scratch floats) for a shape on a GPU."""
+def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[str, int]:
+    """(kernel path, scratch floats) for a shape on a GPU."""
     with torch.cuda.device(device_index):
-        return _ext.max_kernel_size(), _ext.workspace_floats(C, E, K, tf32)
+        return _KERNEL_PATHS[_ext.path(C, E, K, tf32)], _ext.workspace_floats(C, E, K, tf32)
 
 
-def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
+def _cuda_launch_info(x, w1, wd) -> tuple[str, int]:
+    """(kernel path, scratch floats) for a checked CUDA input under the current flag."""
     if _ext is None:  # pragma: no cover - CUDA tensors exist only where CUDA does
         raise RuntimeError("fused_dwsep: the CUDA kernel was not built in this process")
     if x.dtype != torch.float32:
         raise TypeError(f"fused_dwsep: the CUDA kernel supports float32 only, got {x.dtype}")
+    index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], torch.backends.cudnn.allow_tf32)
+
+
+def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
+    """The fused kernel (for a shape whose path is not 'pytorch')."""
     E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
     tf32 = torch.backends.cudnn.allow_tf32
-    index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    max_k, ws_floats = _launch_info(index, C, E, K, tf32)
-    if K > max_k:
-        raise ValueError(
-            f"fused_dwsep: kernel_size {K} is larger than the CUDA kernel's limit {max_k} on "
-            f"{torch.cuda.get_device_name(index)} (shared memory); run such sizes on the CPU"
-        )
+    _, ws_floats = _cuda_launch_info(x, w1, wd)
     x = x.contiguous()
     y = torch.empty_like(x)
     if x.numel() == 0:
@@ -219,7 +228,7 @@ _BINDING_TENSORS = ("y", "x", "w1", "b1", "wd", "bd", "w2", "b2", "workspace")
     _ERR_WRONG_SHAPE,
     _ERR_NOT_CONTIGUOUS,
     _ERR_EVEN_KERNEL,
-    _ERR_KERNEL_TOO_LARGE,
+    _ERR_NO_KERNEL,
     _ERR_LAUNCH_FAILED,
 ) = range(1, 10)
 _BINDING_ERRORS = {
@@ -230,7 +239,7 @@ _BINDING_ERRORS = {
     _ERR_WRONG_SHAPE: "{name} must be {expected}, got {shape}",
     _ERR_NOT_CONTIGUOUS: "{name} must be contiguous",
     _ERR_EVEN_KERNEL: "kernel_size must be odd",
-    _ERR_KERNEL_TOO_LARGE: "kernel_size is larger than the CUDA kernel's limit on this GPU",
+    _ERR_NO_KERNEL: "no fused kernel serves this shape on this GPU (see kernel_path)",
     _ERR_LAUNCH_FAILED: "kernel launch failed: {cuda_error}",
 }
 _TENSOR_ERRORS = (_ERR_UNDEFINED, _ERR_WRONG_DEVICE, _ERR_NOT_FLOAT32, _ERR_WRONG_SHAPE, _ERR_NOT_CONTIGUOUS)
@@ -286,10 +295,11 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
         wd [E, 1, K]     depthwise weight, K odd;  bd [E]
         w2 [C, E, 1]     project-back weight;      b2 [C]
     Returns a new [B, C, L] tensor; x is not modified. CUDA float32 tensors run
-    the fused kernel; CPU tensors run the reference math.
+    the fused kernel where one serves the shape (``kernel_path``) and PyTorch's
+    own kernels elsewhere; CPU tensors run the reference math.
     """
     _check_inputs(x, w1, b1, wd, bd, w2, b2)
-    if not x.is_cuda:
+    if not x.is_cuda or _cuda_launch_info(x, w1, wd)[0] == _PYTORCH_PATH:
         return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
     params = (x, w1, b1, wd, bd, w2, b2)
     if torch.is_grad_enabled() and any(t.requires_grad for t in params):
@@ -297,19 +307,17 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
     return _cuda_forward(*params)
 
 
-# fused_dwsep::Path in kernels/fused_dwsep.h, by value.
-_KERNEL_PATHS = ("tensor_core", "general", "unsupported", "wgmma", "tensor_core_wide")
-
-
 def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
-    """Which CUDA kernel serves this shape on the current device under the
-    current allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256), 'tensor_core'
-    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512),
-    'general' (CUDA cores) or 'unsupported' (K too large); 'cpu' without CUDA."""
+    """What serves this shape on the current device under the current
+    allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256), 'tensor_core'
+    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512) or
+    'pytorch' (no fused kernel: PyTorch's own convolutions, as the reference
+    runs them); 'cpu' without CUDA."""
     if _ext is None:
         return "cpu"
-    path = _ext.path(channels, expanded_channels, kernel_size, torch.backends.cudnn.allow_tf32)
-    return _KERNEL_PATHS[path]
+    path, _ = _launch_info(torch.cuda.current_device(), channels, expanded_channels, kernel_size,
+                           torch.backends.cudnn.allow_tf32)
+    return path
 
 
 # ----------------------------------------------------------------------------

@@ -101,13 +101,16 @@ def tf32_contract(x, ref):
 
 def check_cuda(out, x, ref, tf32, label, cols=slice(None)):
     """Exact mode: the reference at 1e-4. TF32 mode: the TF32 contract at 1e-4
-    and the reference within cuDNN's own choice of arithmetic (TF32_NOISE).
+    and the reference within cuDNN's own choice of arithmetic (TF32_NOISE);
+    shapes no fused kernel serves run cuDNN itself: the reference at 1e-4.
     `cols` restricts the comparison to some positions."""
+    C, E, K = x.shape[1], ref.pointwise.out_channels, ref.depthwise.kernel_size[0]
     with cudnn_tf32(tf32), torch.no_grad():
+        fused = kernel_path(C, E, K) != "pytorch"
         expected = ref(x)[..., cols]
-        contract = tf32_contract(x, ref)[..., cols] if tf32 else None
+        contract = tf32_contract(x, ref)[..., cols] if tf32 and fused else None
     out = out[..., cols]
-    if tf32:
+    if contract is not None:
         assert_matches(out, contract, f"{label} vs TF32 contract")
         assert_matches(out, expected, f"{label} vs reference", TF32_NOISE, TF32_NOISE)
     else:
@@ -280,6 +283,7 @@ class _FakeBinding:
         (5 * 1000 + 8, r"workspace must be \[1234\], got \[1234\]"),
         (6 * 1000 + 0, r"y must be contiguous"),
         (7 * 1000, r"kernel_size must be odd"),
+        (8 * 1000, r"no fused kernel serves this shape on this GPU"),
         (9 * 1000 + 700, r"kernel launch failed: an illegal memory access was encountered \(700\)"),
         (42 * 1000, r"unknown error code 42000"),
     ],
@@ -492,10 +496,9 @@ def test_cuda_gate(tf32, monkeypatch):
     assert kernel_path(3, 5, 1) == fast
     assert kernel_path(257, 100, 5) == "tensor_core_wide"
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
-    assert kernel_path(513, 64, 9) == "general"
-    assert kernel_path(300, 64, 11) == "general"
-    assert kernel_path(24, 40, 31) == "general"
-    assert kernel_path(8, 16, 100001) == "unsupported"
+    assert kernel_path(513, 64, 9) == "pytorch"
+    assert kernel_path(300, 64, 11) == "pytorch"
+    assert kernel_path(24, 40, 31) == "pytorch"
 
 
 @requires_cuda
@@ -506,9 +509,19 @@ def test_cuda_errors():
     _, new = make_pair(8, 16, 3, device="cuda")
     with pytest.raises(ValueError, match=r"x is on cpu but w1 is on cuda:0"):
         new(torch.randn(2, 8, 10))
-    _, big_k = make_pair(2, 2, 100001, device="cuda")
-    with pytest.raises(ValueError, match="kernel_size 100001 is larger than the CUDA kernel's limit"):
-        big_k(torch.randn(1, 2, 10, device="cuda"))
+
+
+@requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+@pytest.mark.parametrize("B,C,E,L,K", [(2, 600, 64, 50, 3), (2, 16, 24, 40, 1001)])
+def test_cuda_outside_the_gate_runs_pytorch(B, C, E, L, K, tf32):
+    """C > 512 and K > 9 have no fused kernel: PyTorch's own convolutions,
+    with the reference's numerics under either flag."""
+    with cudnn_tf32(tf32):
+        assert kernel_path(C, E, K) == "pytorch"
+    out, x, ref = run_fused(B, C, E, L, K, tf32, seed=C + K)
+    with cudnn_tf32(tf32), torch.no_grad():
+        assert_matches(out, ref(x), f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} (pytorch)")
 
 
 @requires_cuda
@@ -531,6 +544,7 @@ def test_cuda_cpp_entry_checks_its_inputs():
             "bad b1 dtype": (y, x, w1, b1.double(), wd, bd, w2, b2, ws),
             "bad y layout": (y.transpose(1, 2).contiguous().transpose(1, 2), x, w1, b1, wd, bd, w2, b2, ws),
             "even K": (y, x, w1, b1, torch.randn(16, 4, **cuda), bd, w2, b2, ws),
+            "K = 11": (y, x, w1, b1, torch.randn(16, 11, **cuda), bd, w2, b2, ws),
         }
         for name, args in cases.items():
             try:
@@ -551,6 +565,7 @@ def test_cuda_cpp_entry_checks_its_inputs():
     assert "bad b1 dtype: fused_dwsep: b1 must be float32, got torch.float64" in out, out
     assert "bad y layout: fused_dwsep: y must be contiguous" in out, out
     assert "even K: fused_dwsep: kernel_size must be odd" in out, out
+    assert "K = 11: fused_dwsep: no fused kernel serves this shape" in out, out
     assert "good call finite: True" in out, out
 
 

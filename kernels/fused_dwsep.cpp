@@ -31,7 +31,7 @@ enum ErrorKind : int64_t {
   kWrongShape = 5,
   kNotContiguous = 6,
   kEvenKernel = 7,
-  kKernelTooLarge = 8,
+  kNoKernel = 8,  // no fused kernel serves this shape on this GPU (Path::kNone)
   kLaunchFailed = 9,  // + the cudaError_t, see error_string()
 };
 constexpr int64_t kErrorStride = 1000;
@@ -93,7 +93,6 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
 
   const c10::cuda::CUDAGuard guard(x.device());
   const int device = x.get_device();
-  if (K > fused_dwsep::max_kernel_size(device)) return error(kKernelTooLarge, 0);
 
   fused_dwsep::Params p{};
   p.x = static_cast<const float*>(x.data_ptr());
@@ -110,13 +109,11 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
   p.L = L;
   p.K = K;
   p.tf32 = allow_tf32;
-  const int64_t ws_floats = static_cast<int64_t>(fused_dwsep::workspace_floats(p, device));
-  if (ws_floats > 0) {
-    const int64_t ws_shape[] = {ws_floats};
-    const int64_t code = check_tensor(workspace, 8, ws_shape, x);
-    if (code != kOk) return code;
-    p.workspace = static_cast<float*>(workspace.data_ptr());
-  }
+  if (fused_dwsep::select_path(p, device) == fused_dwsep::Path::kNone) return error(kNoKernel, 0);
+  const int64_t ws_shape[] = {static_cast<int64_t>(fused_dwsep::workspace_floats(p, device))};
+  const int64_t ws_code = check_tensor(workspace, 8, ws_shape, x);
+  if (ws_code != kOk) return ws_code;
+  p.workspace = static_cast<float*>(workspace.data_ptr());
   const cudaError_t err = fused_dwsep::launch(p, at::cuda::getCurrentCUDAStream(device).stream());
   return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
 }
@@ -136,14 +133,8 @@ int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow
 // Which kernel serves a shape on the current device, as fused_dwsep::Path.
 int64_t fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return static_cast<int64_t>(fused_dwsep::Path::kUnsupported);
+  if (cudaGetDevice(&device) != cudaSuccess) return static_cast<int64_t>(fused_dwsep::Path::kNone);
   return static_cast<int64_t>(fused_dwsep::select_path(shape_params(C, E, K, allow_tf32), device));
-}
-
-int64_t fused_dwsep_max_kernel_size() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  return fused_dwsep::max_kernel_size(device);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -151,6 +142,4 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("error_string", &fused_dwsep_error_string, "the CUDA runtime's text for an error number");
   m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
   m.def("path", &fused_dwsep_path, "which kernel serves (C, E, K) on the current device");
-  m.def("max_kernel_size", &fused_dwsep_max_kernel_size,
-        "largest odd kernel_size the CUDA kernels take on the current device");
 }

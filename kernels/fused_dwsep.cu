@@ -9,7 +9,7 @@
 // the chip: each CTA owns one batch row and a tile of positions, walks E in
 // chunks, and keeps the C x T output accumulator in registers.
 //
-// Three kernels, one gate (select_path):
+// Two kernels, one gate (select_path):
 // * tensor-core kernel (C <= 512, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
 //   Per CTA: T = 128 positions for C <= 256 (T = 64 for 256 < C <= 512, the
 //   "wide" tilings: see Tiling). The x tile with a 4-column halo each side
@@ -23,14 +23,15 @@
 // * wgmma kernel (C <= 256, TF32 mode, compute capability 9.0 built as
 //   sm_90a): the C <= 256 tiling with Hopper's warpgroup mma, B operands read by
 //   the tensor cores from shared memory (see its section below).
-// * general kernel (any C, E; K up to max_kernel_size()): the same fusion on
-//   CUDA cores with FFMA, for shapes the tensor-core tiling does not cover.
+// Shapes outside the gate (C > 512, K > 9, GPUs before sm_80) have no kernel
+// here: fused_dwsep.py runs them with PyTorch's own convolutions. (A CUDA-core
+// version of this fusion measured 2-236x slower than those; kernels/NOTES.md.)
 //
 // Numerics (Params::tf32): true rounds both operands of both GEMMs to TF32
 // with round-to-nearest (cvt.rna) and accumulates in fp32, matching cuDNN
 // under allow_tf32; false is fp32-accurate: 3xTF32 on the tensor cores
-// (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al), plain FFMA in the general
-// kernel. The depthwise and GELU always run in fp32.
+// (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al). The depthwise and GELU
+// always run in fp32.
 //
 // Build (no torch headers needed): nvcc -gencode=arch=compute_90a,code=sm_90a
 // -DFUSED_DWSEP_SM90A -O3 -c fused_dwsep.cu for an H100/H200 (with the wgmma
@@ -1046,117 +1047,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
 
-// ---------------------------------------------------------------------------
-// General kernel (CUDA cores): any C, E; K bounded by shared memory
-// ---------------------------------------------------------------------------
-
-namespace general {
-
-constexpr int kThreads = 256;
-constexpr int kTileT = 32;    // output positions per CTA (one per lane)
-constexpr int kCBlock = 64;   // output channels per CTA; h3 is recomputed per block
-constexpr int kEChunk = 16;   // expanded channels per step
-constexpr int kCChunk = 32;   // GEMM1 reduction step over C
-constexpr int kAccPerThread = kCBlock * kTileT / kThreads;
-static_assert(kTileT == kWarpSize, "lane == position within the tile");
-static_assert(kAccPerThread * kThreads == kCBlock * kTileT, "accumulators tile the block");
-static_assert(kEChunk * kTileT % kThreads == 0, "depthwise outputs split evenly");
-
-// Shared memory for a given K: x chunk, W1 chunk, h1 and h3.
-__host__ __device__ constexpr int64_t window(int64_t K) { return kTileT + K - 1; }
-__host__ __device__ constexpr int64_t smem_floats(int64_t K) {
-  return kCChunk * window(K) + kEChunk * kCChunk + kEChunk * window(K) + kEChunk * kTileT;
-}
-
-__device__ __forceinline__ float maybe_round(float v, bool tf32) { return tf32 ? tf32_round(v) : v; }
-
-__global__ void __launch_bounds__(kThreads) fused_dwsep_general_kernel(Params p) {
-  extern __shared__ float4 smem_f4[];
-  const int64_t C = p.C, E = p.E, L = p.L, K = p.K;
-  const int nx = static_cast<int>(window(K));
-  float* xs = reinterpret_cast<float*>(smem_f4);  // [kCChunk][nx]
-  float* w1s = xs + kCChunk * nx;                 // [kEChunk][kCChunk]
-  float* h1s = w1s + kEChunk * kCChunk;           // [kEChunk][nx]
-  float* h3s = h1s + kEChunk * nx;                // [kEChunk][kTileT]
-
-  const int64_t t_tiles = ceil_div(L, kTileT), c_blocks = ceil_div(C, kCBlock);
-  const int64_t t0 = (blockIdx.x % t_tiles) * kTileT;
-  const int64_t c0 = ((blockIdx.x / t_tiles) % c_blocks) * kCBlock;
-  const int64_t b = blockIdx.x / (t_tiles * c_blocks);
-  const int64_t pos0 = t0 - K / 2;  // position of window column 0
-  const float* xb = p.x + b * C * L;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const bool tf32 = p.tf32;
-
-  float acc[kAccPerThread];
-#pragma unroll
-  for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
-
-  for (int64_t e0 = 0; e0 < E; e0 += kEChunk) {
-    // GEMM1 into h1s, kCChunk input channels at a time.
-    for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) h1s[i] = 0.0f;
-    for (int64_t cc = 0; cc < C; cc += kCChunk) {
-      __syncthreads();  // previous users of xs / w1s are done
-      for (int i = threadIdx.x; i < kCChunk * nx; i += kThreads) {
-        const int64_t c = cc + i / nx, pos = pos0 + i % nx;
-        xs[i] = (c < C && pos >= 0 && pos < L) ? maybe_round(xb[c * L + pos], tf32) : 0.0f;
-      }
-      for (int i = threadIdx.x; i < kEChunk * kCChunk; i += kThreads) {
-        const int64_t e = e0 + i / kCChunk, c = cc + i % kCChunk;
-        w1s[i] = (e < E && c < C) ? maybe_round(p.w1[e * C + c], tf32) : 0.0f;
-      }
-      __syncthreads();
-      for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) {
-        const int e = i / nx, j = i % nx;
-        float s = h1s[i];
-        for (int c = 0; c < kCChunk; ++c) s = fmaf(w1s[e * kCChunk + c], xs[c * nx + j], s);
-        h1s[i] = s;
-      }
-    }
-    __syncthreads();
-    // + b1; padding positions are exactly 0 (the conv pads h1, not x).
-    for (int i = threadIdx.x; i < kEChunk * nx; i += kThreads) {
-      const int64_t e = e0 + i / nx, pos = pos0 + i % nx;
-      h1s[i] = (e < E && pos >= 0 && pos < L) ? h1s[i] + p.b1[e] : 0.0f;
-    }
-    __syncthreads();
-    // depthwise + bd + GELU into h3s.
-    for (int i = threadIdx.x; i < kEChunk * kTileT; i += kThreads) {
-      const int el = i / kTileT, t = i % kTileT;
-      const int64_t e = e0 + el;
-      float h3 = 0.0f;
-      if (e < E) {
-        float s = p.bd[e];
-        for (int64_t k = 0; k < K; ++k) s = fmaf(p.wd[e * K + k], h1s[el * nx + t + k], s);
-        h3 = gelu_exact(s);
-      }
-      h3s[i] = maybe_round(h3, tf32);
-    }
-    __syncthreads();
-    // GEMM2: acc[c][t] += W2[c, e0 : e0 + kEChunk] . h3[:, t]
-#pragma unroll
-    for (int i = 0; i < kAccPerThread; ++i) {
-      const int64_t c = c0 + warp + i * (kThreads / kWarpSize);
-      if (c < C) {
-        const int steps = static_cast<int>(E - e0 < kEChunk ? E - e0 : kEChunk);
-        for (int el = 0; el < steps; ++el)
-          acc[i] = fmaf(maybe_round(p.w2[c * E + e0 + el], tf32), h3s[el * kTileT + lane], acc[i]);
-      }
-    }
-    __syncthreads();  // h1s / h3s are rewritten next step
-  }
-
-  const int64_t t = t0 + lane;
-  if (t >= L) return;
-#pragma unroll
-  for (int i = 0; i < kAccPerThread; ++i) {
-    const int64_t c = c0 + warp + i * (kThreads / kWarpSize);
-    if (c < C) p.y[(b * C + c) * L + t] = acc[i] + p.b2[c] + xb[c * L + t];
-  }
-}
-
-}  // namespace general
-
 int device_smem_optin(int device) {
   int bytes = 0;
   if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
@@ -1193,18 +1083,7 @@ bool wgmma_built_for(int device) {
 // Launcher
 // ---------------------------------------------------------------------------
 
-int64_t max_kernel_size(int device) {
-  const int64_t budget = device_smem_optin(device) / static_cast<int64_t>(sizeof(float));
-  // smem_floats(K) is increasing in K: the largest odd K that fits.
-  const int64_t per_k = general::kCChunk + general::kEChunk;
-  const int64_t fixed = general::smem_floats(1) - per_k;
-  int64_t k = (budget - fixed) / per_k;
-  if (k % 2 == 0) --k;
-  return k < 1 ? 0 : k;
-}
-
 Path select_path(const Params& p, int device) {
-  if (p.K > max_kernel_size(device)) return Path::kUnsupported;
   if (p.K <= tc::kMaxK && device_major(device) >= 8) {
     const size_t smem = static_cast<size_t>(device_smem_optin(device));
     if (p.C <= tc::C256::kCMax && smem >= tc::C256::kSmemBytes)
@@ -1212,7 +1091,7 @@ Path select_path(const Params& p, int device) {
     static_assert(tc::C384::kSmemBytes <= tc::C512::kSmemBytes, "one check covers both wide tilings");
     if (p.C <= tc::C512::kCMax && smem >= tc::C512::kSmemBytes) return Path::kTensorCoreWide;
   }
-  return Path::kGeneral;
+  return Path::kNone;
 }
 
 namespace {
@@ -1241,15 +1120,11 @@ TcLaunch tc_launch(Path path, const Params& p) {
   return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
 }
 
-bool is_tensor_core(Path path) {
-  return path == Path::kTensorCore || path == Path::kWgmma || path == Path::kTensorCoreWide;
-}
-
 }  // namespace
 
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
-  if (!is_tensor_core(path)) return 0;
+  if (path == Path::kNone) return 0;
   const TcLaunch tl = tc_launch(path, p);
   return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats());
 }
@@ -1263,35 +1138,21 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   const Path path = select_path(p, device);
-  if (path == Path::kUnsupported) return cudaErrorInvalidValue;
+  if (path == Path::kNone || p.workspace == nullptr) return cudaErrorInvalidValue;
 
-  if (is_tensor_core(path)) {
-    if (p.workspace == nullptr) return cudaErrorInvalidValue;
-    const TcLaunch tl = tc_launch(path, p);
-    // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
-    constexpr int kPackThreads = 256, kPackBlocks = 512;
-    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    // One CTA per (batch row, position tile); ~226 KB of shared memory means
-    // one CTA per SM, so the grid runs in waves.
-    const int64_t blocks = p.B * ceil_div(p.L, tl.tile_t);
-    if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-    err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(tl.smem));
-    if (err != cudaSuccess) return err;
-    tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);
-    return cudaGetLastError();
-  }
-
-  const size_t smem = general::smem_floats(p.K) * sizeof(float);
-  const int64_t blocks =
-      p.B * ceil_div(p.C, general::kCBlock) * ceil_div(p.L, general::kTileT);
+  const TcLaunch tl = tc_launch(path, p);
+  // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
+  constexpr int kPackThreads = 256, kPackBlocks = 512;
+  tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  // One CTA per (batch row, position tile); ~226 KB of shared memory means
+  // one CTA per SM, so the grid runs in waves.
+  const int64_t blocks = p.B * ceil_div(p.L, tl.tile_t);
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  err = cudaFuncSetAttribute(general::fused_dwsep_general_kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
-  general::fused_dwsep_general_kernel<<<static_cast<unsigned>(blocks), general::kThreads, smem,
-                                        stream>>>(p);
+  tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);
   return cudaGetLastError();
 }
 
