@@ -86,7 +86,7 @@ def bench_row(shape, tf32, flush, ceiling, label):
     old = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = tf32
     try:
-        kernel = kernel_path(C, E, K)  # under the flag: the wgmma kernel serves TF32 only
+        kernel = kernel_path(C, E, K, B, L)  # under the flag: the wgmma kernel serves TF32 only
         with torch.no_grad():
             expected = ref(x)
             out = new(x)

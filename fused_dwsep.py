@@ -128,6 +128,8 @@ _ext = _load_extension()
 # (a CUDA-core fused kernel measured 2-236x slower than them there).
 _KERNEL_PATHS = ("tensor_core", "tensor_core_wide", "wgmma", "pytorch")
 _PYTORCH_PATH = _KERNEL_PATHS[-1]
+# (B, L) that kernel_path assumes when not told: enough positions for every SM.
+_LONG_INPUT = (1, 1 << 22)
 
 
 # ----------------------------------------------------------------------------
@@ -175,14 +177,16 @@ def _check_inputs(x, w1, b1, wd, bd, w2, b2) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[str, int]:
-    """(kernel path, scratch floats) for a shape on a GPU."""
+def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[bool, int]:
+    """(whether a fused kernel serves the shape, scratch floats) on a GPU.
+    B and L only choose between the fused kernels, so they are not needed."""
     with torch.cuda.device(device_index):
-        return _KERNEL_PATHS[_ext.path(C, E, K, tf32)], _ext.workspace_floats(C, E, K, tf32)
+        path = _KERNEL_PATHS[_ext.path(1, C, E, 1, K, tf32)]
+        return path != _PYTORCH_PATH, _ext.workspace_floats(C, E, K, tf32)
 
 
-def _cuda_launch_info(x, w1, wd) -> tuple[str, int]:
-    """(kernel path, scratch floats) for a checked CUDA input under the current flag."""
+def _cuda_launch_info(x, w1, wd) -> tuple[bool, int]:
+    """(fused kernel or not, scratch floats) for a checked CUDA input under the current flag."""
     if _ext is None:  # pragma: no cover - CUDA tensors exist only where CUDA does
         raise RuntimeError("fused_dwsep: the CUDA kernel was not built in this process")
     if x.dtype != torch.float32:
@@ -299,7 +303,7 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
     own kernels elsewhere; CPU tensors run the reference math.
     """
     _check_inputs(x, w1, b1, wd, bd, w2, b2)
-    if not x.is_cuda or _cuda_launch_info(x, w1, wd)[0] == _PYTORCH_PATH:
+    if not x.is_cuda or not _cuda_launch_info(x, w1, wd)[0]:
         return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
     params = (x, w1, b1, wd, bd, w2, b2)
     if torch.is_grad_enabled() and any(t.requires_grad for t in params):
@@ -307,17 +311,21 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
     return _cuda_forward(*params)
 
 
-def kernel_path(channels: int, expanded_channels: int, kernel_size: int) -> str:
-    """What serves this shape on the current device under the current
-    allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256), 'tensor_core'
-    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512) or
-    'pytorch' (no fused kernel: PyTorch's own convolutions, as the reference
-    runs them); 'cpu' without CUDA."""
+def kernel_path(
+    channels: int, expanded_channels: int, kernel_size: int, batch: int | None = None, length: int | None = None
+) -> str:
+    """What serves an input [batch, channels, length] on the current device
+    under the current allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256, enough
+    positions to fill the GPU), 'tensor_core' (mma.sync, C <= 256),
+    'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
+    kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
+    without CUDA. Without batch and length: for an input long enough to fill
+    the GPU."""
     if _ext is None:
         return "cpu"
-    path, _ = _launch_info(torch.cuda.current_device(), channels, expanded_channels, kernel_size,
-                           torch.backends.cudnn.allow_tf32)
-    return path
+    B, L = (batch, length) if batch is not None and length is not None else _LONG_INPUT
+    path = _ext.path(B, channels, expanded_channels, L, kernel_size, torch.backends.cudnn.allow_tf32)
+    return _KERNEL_PATHS[path]
 
 
 # ----------------------------------------------------------------------------

@@ -332,6 +332,8 @@ RAGGED = [
     (2, 3, 5, 100, 3),
     (2, 100, 264, 300, 9),
     (2, 264, 100, 257, 5),
+    (33, 64, 128, 4097, 9),  # enough positions for the 128-position tiles (wgmma in TF32 mode)
+    (20, 100, 264, 8191, 5),
     (2, 257, 72, 65, 9),
     (2, 384, 200, 130, 7),
     (1, 512, 64, 63, 1),
@@ -361,7 +363,7 @@ def test_cuda_headline(tf32):
     out, x, ref = run_fused(**HEADLINE, tf32=tf32)
     with cudnn_tf32(tf32), torch.no_grad():
         expected = ref(x)
-    path = kernel_path(HEADLINE["C"], HEADLINE["E"], HEADLINE["K"])
+    path = kernel_path(HEADLINE["C"], HEADLINE["E"], HEADLINE["K"], HEADLINE["B"], HEADLINE["L"])
     assert_matches(out, expected, f"headline tf32={tf32} ({path})")
     if tf32:
         assert_matches(out, tf32_contract(x, ref), "headline vs TF32 contract")
@@ -372,7 +374,9 @@ def test_cuda_headline(tf32):
 @pytest.mark.parametrize("B,C,E,L,K", RAGGED)
 def test_cuda_ragged(B, C, E, L, K, tf32):
     out, x, ref = run_fused(B, C, E, L, K, tf32, seed=B * 7 + L)
-    check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({kernel_path(C, E, K)})")
+    with cudnn_tf32(tf32):
+        path = kernel_path(C, E, K, B, L)
+    check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({path})")
 
 
 @requires_cuda
@@ -494,6 +498,8 @@ def test_cuda_gate(tf32, monkeypatch):
     fast = "wgmma" if tf32 and hopper else "tensor_core"  # wgmma: TF32 mode on sm_90a
     assert kernel_path(256, 512, 9) == fast
     assert kernel_path(3, 5, 1) == fast
+    assert kernel_path(256, 512, 9, 32, 4096) == fast
+    assert kernel_path(256, 512, 9, 1, 4096) == "tensor_core"  # too few positions: shorter tiles
     assert kernel_path(257, 100, 5) == "tensor_core_wide"
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
     assert kernel_path(513, 64, 9) == "pytorch"

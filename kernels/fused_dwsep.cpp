@@ -52,10 +52,12 @@ int64_t check_tensor(const at::Tensor& t, int64_t index, const int64_t (&shape)[
   return kOk;
 }
 
-// The sizes that decide the path and the scratch (B and L do not).
-fused_dwsep::Params shape_params(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+// The sizes that decide the path (B and L only pick the tile length) and the
+// scratch (B and L do not change it).
+fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
   fused_dwsep::Params p{};
-  p.B = p.L = 1;
+  p.B = B;
+  p.L = L;
   p.C = C;
   p.E = E;
   p.K = K;
@@ -127,19 +129,19 @@ const char* fused_dwsep_error_string(int64_t cuda_error) {
 int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  return static_cast<int64_t>(fused_dwsep::workspace_floats(shape_params(C, E, K, allow_tf32), device));
+  return static_cast<int64_t>(fused_dwsep::workspace_floats(shape_params(1, C, E, 1, K, allow_tf32), device));
 }
 
-// Which kernel serves a shape on the current device, as fused_dwsep::Path.
-int64_t fused_dwsep_path(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+// Which kernel serves a problem on the current device, as fused_dwsep::Path.
+int64_t fused_dwsep_path(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return static_cast<int64_t>(fused_dwsep::Path::kNone);
-  return static_cast<int64_t>(fused_dwsep::select_path(shape_params(C, E, K, allow_tf32), device));
+  return static_cast<int64_t>(fused_dwsep::select_path(shape_params(B, C, E, L, K, allow_tf32), device));
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &fused_dwsep_forward, "fused_dwsep forward into y; returns 0 or an error code");
   m.def("error_string", &fused_dwsep_error_string, "the CUDA runtime's text for an error number");
   m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
-  m.def("path", &fused_dwsep_path, "which kernel serves (C, E, K) on the current device");
+  m.def("path", &fused_dwsep_path, "which kernel serves (B, C, E, L, K) on the current device");
 }

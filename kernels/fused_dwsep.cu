@@ -249,9 +249,13 @@ constexpr bool tiling_ok() {
 }
 
 using C256 = Tiling<256, 128, 14>;
+using C256T64 = Tiling<256, 64, 16>;  // C <= 256 on grids too small to fill the GPU
+using C256T32 = Tiling<256, 32, 16>;  // (see choose_c256_tile)
 using C384 = Tiling<384, 64, 16>;
 using C512 = Tiling<512, 64, 16>;
-static_assert(tiling_ok<C256>() && tiling_ok<C384>() && tiling_ok<C512>(), "tilings are consistent");
+static_assert(tiling_ok<C256>() && tiling_ok<C256T64>() && tiling_ok<C256T32>() && tiling_ok<C384>() &&
+                  tiling_ok<C512>(),
+              "tilings are consistent");
 
 // Packed weights: A fragments in [tile][k-step][lane] float4 order.
 //   W1p: tiles of 16 expanded channels (E padded to kEChunk), k-steps over C8.
@@ -1054,6 +1058,12 @@ int device_smem_optin(int device) {
   return bytes;
 }
 
+int device_sm_count(int device) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 1;
+  return sms > 0 ? sms : 1;
+}
+
 int device_major(int device) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
@@ -1077,6 +1087,29 @@ bool wgmma_built_for(int device) {
 #endif
 }
 
+// Tile length for C <= 256: 128, or 64 / 32 for small problems. Each CTA
+// (one per SM) takes one batch row and one tile, so B * L / 128 below the
+// SM count leaves SMs idle while every CTA still walks all of E. A CTA's
+// time grows like its h1 columns (T + halo) plus a part that does not shrink
+// with T (the weights stream through every CTA): the T with the fewest
+// waves x cost wins; ties go to the longer tile.
+constexpr int kTileFixedCostColumns = 16;  // the T-independent part, in h1 columns
+
+int choose_c256_tile(const Params& p, int device) {
+  const int64_t sms = device_sm_count(device);
+  int best_t = tc::C256::kTileT;
+  int64_t best_cost = INT64_MAX;
+  for (const int t : {tc::C256::kTileT, tc::C256T64::kTileT, tc::C256T32::kTileT}) {
+    const int64_t waves = ceil_div(p.B * ceil_div(p.L, t), sms);
+    const int64_t cost = waves * (t + 2 * tc::kMaxHalf + kTileFixedCostColumns);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_t = t;
+    }
+  }
+  return best_t;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -1086,8 +1119,13 @@ bool wgmma_built_for(int device) {
 Path select_path(const Params& p, int device) {
   if (p.K <= tc::kMaxK && device_major(device) >= 8) {
     const size_t smem = static_cast<size_t>(device_smem_optin(device));
-    if (p.C <= tc::C256::kCMax && smem >= tc::C256::kSmemBytes)
-      return p.tf32 && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
+    static_assert(tc::C256T32::kSmemBytes <= tc::C256::kSmemBytes &&
+                      tc::C256T64::kSmemBytes <= tc::C256::kSmemBytes,
+                  "one check covers the C <= 256 tilings");
+    if (p.C <= tc::C256::kCMax && smem >= tc::C256::kSmemBytes) {
+      const bool long_tile = choose_c256_tile(p, device) == tc::C256::kTileT;
+      return p.tf32 && long_tile && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
+    }
     static_assert(tc::C384::kSmemBytes <= tc::C512::kSmemBytes, "one check covers both wide tilings");
     if (p.C <= tc::C512::kCMax && smem >= tc::C512::kSmemBytes) return Path::kTensorCoreWide;
   }
@@ -1109,15 +1147,21 @@ TcLaunch tc_launch(bool tf32) {
           S::kSmemBytes, S::kTileT, S::kCMax};
 }
 
-// The kernel and tiling for a tensor-core path: kTensorCoreWide takes the
-// smallest wide tiling that holds C.
-TcLaunch tc_launch(Path path, const Params& p) {
+// The kernel and tiling for a tensor-core path: kTensorCore takes the tile
+// length choose_c256_tile picks, kTensorCoreWide the smallest wide tiling
+// that holds C.
+TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
     return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, tc::C256::kTileT, tc::C256::kCMax};
 #endif
-  if (path != Path::kTensorCoreWide) return tc_launch<tc::C256>(p.tf32);
-  return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
+  if (path == Path::kTensorCoreWide)
+    return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
+  switch (choose_c256_tile(p, device)) {
+    case tc::C256T32::kTileT: return tc_launch<tc::C256T32>(p.tf32);
+    case tc::C256T64::kTileT: return tc_launch<tc::C256T64>(p.tf32);
+    default: return tc_launch<tc::C256>(p.tf32);
+  }
 }
 
 }  // namespace
@@ -1125,7 +1169,7 @@ TcLaunch tc_launch(Path path, const Params& p) {
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
   if (path == Path::kNone) return 0;
-  const TcLaunch tl = tc_launch(path, p);
+  const TcLaunch tl = tc_launch(path, p, device);
   return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats());
 }
 
@@ -1140,7 +1184,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const Path path = select_path(p, device);
   if (path == Path::kNone || p.workspace == nullptr) return cudaErrorInvalidValue;
 
-  const TcLaunch tl = tc_launch(path, p);
+  const TcLaunch tl = tc_launch(path, p, device);
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackThreads = 256, kPackBlocks = 512;
   tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
