@@ -1,5 +1,5 @@
 """A small workload for compute-sanitizer: small and ragged shapes, both TF32
-settings (so the wgmma, both mma.sync tilings and their packing kernels run).
+settings (so the wgmma kernel, every mma.sync tiling and the packing kernel run).
 
     compute-sanitizer --tool memcheck  python results/sanitizer_workload.py
     compute-sanitizer --tool racecheck python results/sanitizer_workload.py
@@ -12,7 +12,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fused_dwsep import ModelNew  # noqa: E402
 
-for B, C, E, L, K in [(2, 16, 32, 130, 9), (3, 3, 5, 5, 3), (1, 100, 264, 77, 5), (1, 300, 72, 67, 7)]:
+SHAPES = [
+    (2, 16, 32, 130, 9),  # small problems: the 32- and 64-position tiles
+    (3, 3, 5, 5, 3),
+    (1, 100, 264, 77, 5),
+    (1, 300, 72, 67, 7),  # 256 < C <= 384
+    (1, 400, 40, 33, 3),  # 384 < C <= 512
+    (1, 16, 32, 132 * 128 - 3, 9),  # enough positions for the 128-position tiles (and wgmma)
+]
+for B, C, E, L, K in SHAPES:
     for tf32 in (True, False):
         torch.backends.cudnn.allow_tf32 = tf32
         torch.manual_seed(0)
