@@ -11,8 +11,8 @@
 //
 // Two kernels, one gate (select_path):
 // * tensor-core kernel (C <= 512, odd K <= 9, sm_80+): mma.sync m16n8k8 TF32.
-//   Per CTA: T = 128 positions for C <= 256 (T = 64 for 256 < C <= 512, the
-//   "wide" tilings: see Tiling). The x tile with a 4-column halo each side
+//   Per CTA: T = 128 positions for C <= 256 (64 or 32 when B * L is too
+//   small to fill the GPU; 64 for 256 < C <= 512: see Tiling). The x tile with a 4-column halo each side
 //   (136 columns) is staged once in shared memory. For each chunk of 64
 //   expanded channels: GEMM1 [64 x C] x [C x 136] -> h1 (shared, + b1, and
 //   forced to 0 at positions outside [0, L) so padding contributes 0, not b1);
@@ -181,9 +181,11 @@ static_assert(kTapBias < kTapRecord && kTapRecord % kVec == 0, "record holds tap
 // channel, T positions plus the halo) lives in shared memory for GEMM1, so
 // the largest C served and the tile length T trade against each other:
 //   C256: C <= 256, T = 128 (the headline shape; also the wgmma kernel's).
+//   C256T64, C256T32: C <= 256 with shorter tiles, for problems whose B * L
+//   gives fewer 128-position tiles than the GPU has SMs (choose_c256_tile).
 //   C384, C512: T = 64 (more halo per position: 72 h1 columns per 64). GEMM2
 //   gives each warp kCMax / 8 rows, so a C of 320 on C512 would leave 3 of 8
-//   warps idle in GEMM2: C384 was 14-16% faster at C = 320 and 384 (H200).
+//   warps idle in GEMM2: C384 was 14-17% faster at C = 320 and 384 (H200).
 // Weight A fragments stream from L2 through a per-thread ring of kRingSlots
 // 16-byte slots in shared memory (cp.async, [slot][thread] so a warp's reads
 // are conflict-free). Each thread reads back only what it copied, so the ring
@@ -211,13 +213,14 @@ struct Tiling {
   static constexpr int kG1NStride = kG1NTiles - kG1NTilesPerWarp;  // first tile of the second half
 
   // GEMM2 (acc += W2 h3): each warp owns kCMax / 8 output channels over all
-  // T positions: 128 accumulator registers in both tilings.
+  // T positions: kCMax * T / 256 accumulator registers per thread (128 for
+  // C256 and C512).
   static constexpr int kG2RowsPerWarp = kCMax / kWarps;
   static constexpr int kG2MTiles = kG2RowsPerWarp / kMmaM;
   static constexpr int kG2NTiles = kTileT / kMmaN;
 
-  // Depthwise: kTileT / 4 lanes cover a row, so a warp does 1 (T = 128) or
-  // 2 (T = 64) rows per pass.
+  // Depthwise: kTileT / 4 lanes cover a row, so a warp does 1 (T = 128),
+  // 2 (T = 64) or 4 (T = 32) rows per pass.
   static constexpr int kDwLanesPerRow = kTileT / kVec;
   static constexpr int kDwRowsPerPass = kWarpSize / kDwLanesPerRow;
 
