@@ -29,6 +29,14 @@ from reference_model import Model
 ATOL = RTOL = 1e-4
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
 LARGE = [dict(B=64, C=320, E=512, L=8192, K=9), dict(B=64, C=384, E=512, L=16384, K=9)]
+# Small problems, where eager is bound by kernel launches and the fused kernel
+# by having too few tiles for the GPU: it must not lose to eager here either.
+SMALL = [
+    dict(B=2, C=16, E=32, L=64, K=3),
+    dict(B=4, C=64, E=128, L=1000, K=9),
+    dict(B=4, C=128, E=256, L=1000, K=3),
+    dict(B=8, C=256, E=512, L=1000, K=9),
+]
 JITTER_DRAWS, JITTER_LOW, JITTER_HIGH = 3, 0.85, 1.15
 TARGET_MS_PER_TIMING = 1500.0  # how long each timed series runs, roughly
 MIN_REPS, MAX_REPS, WARMUP = 10, 200, 5
@@ -126,12 +134,13 @@ def suite_cases(seed):
         L = round(HEADLINE["L"] * rng.uniform(JITTER_LOW, JITTER_HIGH)) | 1  # odd
         cases.append((f"jitter {i + 1}", dict(HEADLINE, B=B, L=L), True))
     cases += [("large", shape, True) for shape in LARGE]
+    cases += [("small", shape, True) for shape in SMALL]
     return cases
 
 
 def print_table(rows, ceiling):
     head = (
-        f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'kernel':<12} {'fused ms':>9} "
+        f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'kernel':<16} {'fused ms':>9} "
         f"{'eager ms':>9} {'compile':>9} {'vs eager':>9} {'vs comp':>8} {'TFLOP/s':>8} {'% ceil':>7}"
     )
     print(head)
@@ -148,7 +157,7 @@ def print_table(rows, ceiling):
         else:
             tail = f"  WRONG: max abs err {r['max_abs_err']:.2e}, no speedup reported"
         print(
-            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {r['kernel']:<12} {ms['fused_dwsep']:>9.3f} "
+            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {r['kernel']:<16} {ms['fused_dwsep']:>9.3f} "
             f"{ms['eager']:>9.3f} {ms['compile']:>9.3f} {tail}"
         )
     print(f"ceiling: cuBLAS TF32 matmul 8192^3 measured at {ceiling:.0f} TFLOP/s in this run")
@@ -171,7 +180,7 @@ def main(argv=None):
     for k, v in HEADLINE.items():
         ap.add_argument(f"--{k}", type=int, default=v, help=f"default {v}")
     ap.add_argument("--no-tf32", action="store_true", help="time with cudnn.allow_tf32 = False")
-    ap.add_argument("--suite", action="store_true", help="headline (both modes), jittered B/L, large shapes")
+    ap.add_argument("--suite", action="store_true", help="headline (both modes), jittered B/L, large and small shapes")
     ap.add_argument("--seed", type=int, default=2026, help="seed for the jittered shapes")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args(argv)
