@@ -4,6 +4,7 @@
     python bench.py --no-tf32             # same, cudnn.allow_tf32 = False (exact fp32)
     python bench.py --B 8 --C 128 --E 256 --L 1000 --K 5
     python bench.py --suite --json results/h200.json
+    python bench.py --train               # forward + backward and peak memory
 
 Every row is checked in the same run: ModelNew's output must pass
 torch.allclose(atol=1e-4, rtol=1e-4) against the eager reference under the
@@ -27,6 +28,7 @@ from fused_dwsep import ModelNew, kernel_path
 from reference_model import Model
 
 ATOL = RTOL = 1e-4
+GRAD_ATOL = GRAD_RTOL = 1e-3  # the gradient check of --train (as in the tests)
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
 LARGE = [dict(B=64, C=320, E=512, L=8192, K=9), dict(B=64, C=384, E=512, L=16384, K=9)]
 # Small problems, where eager is bound by kernel launches and the fused kernel
@@ -125,6 +127,88 @@ def bench_row(shape, tf32, flush, ceiling, label):
     }
 
 
+def train_row(shape, tf32, flush, label):
+    """Forward + backward (x and all parameters) of each model: time and the
+    peak memory it allocates on top of inputs and parameters."""
+    B, C, E, L, K = (shape[k] for k in ("B", "C", "E", "L", "K"))
+    torch.manual_seed(0)
+    ref = Model(C, E, K).cuda()
+    torch.manual_seed(0)
+    new = ModelNew(C, E, K).cuda()
+    x = torch.randn(B, C, L, device="cuda", requires_grad=True)
+    grad_y = torch.randn_like(x)
+    old = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    models = {"fused_dwsep": new, "eager": ref, "compile": torch.compile(ref)}
+
+    def step(model):
+        def run():
+            x.grad = None
+            model.zero_grad(set_to_none=True)
+            model(x).backward(grad_y)
+
+        return run
+
+    def grads(model):
+        step(model)()
+        return [x.grad] + [p.grad for p in model.parameters()]
+
+    try:
+        kernel = kernel_path(C, E, K, B, L)
+        pairs = list(zip(grads(new), grads(ref)))
+        errs = [(a - b).abs().max().item() for a, b in pairs]
+        correct = all(torch.allclose(a, b, atol=GRAD_ATOL, rtol=GRAD_RTOL) for a, b in pairs)
+        del pairs
+        step(models["compile"])()  # compile outside the timing
+        ms, peak_mb = {}, {}
+        for name, model in models.items():
+            ms[name] = time_ms(step(model), flush)[0]
+            x.grad = None
+            model.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            step(model)()
+            torch.cuda.synchronize()
+            peak_mb[name] = (torch.cuda.max_memory_allocated() - base) / 2**20
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+    return {
+        "case": label,
+        "shape": dict(B=B, C=C, E=E, L=L, K=K),
+        "mode": "tf32" if tf32 else "fp32",
+        "kernel": kernel,
+        "correct": correct,
+        "max_abs_grad_err": max(errs),
+        "ms": ms,
+        "peak_mb": peak_mb,
+        "speedup_vs_eager": ms["eager"] / ms["fused_dwsep"] if correct else None,
+        "speedup_vs_compile": ms["compile"] / ms["fused_dwsep"] if correct else None,
+    }
+
+
+def print_train_table(rows):
+    head = (
+        f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'fwd+bwd ms: fused':>17} {'eager':>7} "
+        f"{'compile':>8} {'vs eager':>9} {'vs comp':>8} {'peak MB: fused':>15} {'eager':>7} {'compile':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        s = r["shape"]
+        shape = f"{s['B']}x{s['C']}x{s['E']}x{s['L']}, {s['K']}"
+        ms, mb = r["ms"], r["peak_mb"]
+        speed = (
+            f"{r['speedup_vs_eager']:>8.2f}x {r['speedup_vs_compile']:>7.2f}x"
+            if r["correct"]
+            else f"  WRONG: grad err {r['max_abs_grad_err']:.2e}"
+        )
+        print(
+            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {ms['fused_dwsep']:>17.3f} {ms['eager']:>7.3f} "
+            f"{ms['compile']:>8.3f} {speed} {mb['fused_dwsep']:>15.0f} {mb['eager']:>7.0f} {mb['compile']:>8.0f}"
+        )
+
+
 def suite_cases(seed):
     """(label, shape, tf32) for every row of --suite."""
     cases = [("headline", HEADLINE, True), ("headline", HEADLINE, False)]
@@ -182,6 +266,9 @@ def main(argv=None):
     ap.add_argument("--no-tf32", action="store_true", help="time with cudnn.allow_tf32 = False")
     ap.add_argument("--suite", action="store_true", help="headline (both modes), jittered B/L, large and small shapes")
     ap.add_argument("--seed", type=int, default=2026, help="seed for the jittered shapes")
+    ap.add_argument("--train", action="store_true",
+                    help="forward + backward time and peak memory, at the shape given and the small row "
+                         "4x64x128x1000 (where per-call overhead shows)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args(argv)
 
@@ -191,6 +278,12 @@ def main(argv=None):
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(4 * l2, dtype=torch.int8, device="cuda")
+    if args.train:
+        shape = {k: getattr(args, k) for k in HEADLINE}
+        cases = [("custom" if shape != HEADLINE else "headline", shape), ("small", SMALL[1])]
+        rows = [train_row(shape, not args.no_tf32, flush, label) for label, shape in cases]
+        print_train_table(rows)
+        return finish(args, rows, {})
     ceiling = matmul_ceiling_tflops(flush)
     if args.suite:
         cases = suite_cases(args.seed)
@@ -204,14 +297,18 @@ def main(argv=None):
         print(f"  done: {label} {shape} tf32={tf32}", file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
     print_table(rows, ceiling)
+    return finish(args, rows, {"matmul_tf32_ceiling_tflops": ceiling})
 
+
+def finish(args, rows, extra):
+    """Writes --json and returns the exit status (1 if any row was wrong)."""
     if args.json:
         report = {
             "gpu": torch.cuda.get_device_name(0),
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
             "date": datetime.date.today().isoformat(),
-            "matmul_tf32_ceiling_tflops": ceiling,
+            **extra,
             "rows": rows,
         }
         with open(args.json, "w") as f:

@@ -271,23 +271,99 @@ def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
     raise RuntimeError("fused_dwsep: " + template.format(**fields))
 
 
-class _FusedDwsepFunction(torch.autograd.Function):
-    """Fused forward; the backward recomputes the block with PyTorch ops from
-    the saved inputs (no 512-channel activations are kept)."""
-
-    @staticmethod
-    def forward(ctx, x, w1, b1, wd, bd, w2, b2):
-        ctx.save_for_backward(x, w1, b1, wd, bd, w2, b2)
+def _forward_impl(x, w1, b1, wd, bd, w2, b2):
+    """The forward without autograd on any device: the fused kernel where one
+    serves the shape, PyTorch's own kernels elsewhere (and on the CPU)."""
+    if x.is_cuda and _cuda_launch_info(x, w1, wd)[0]:
         return _cuda_forward(x, w1, b1, wd, bd, w2, b2)
+    return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
 
-    @staticmethod
-    def backward(ctx, grad_y):
-        inputs = [t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]
-        with torch.enable_grad():
-            y = fused_dwsep_reference(*inputs)
-        wanted = [t for t in inputs if t.requires_grad]
-        grads = iter(torch.autograd.grad(y, wanted, grad_y))
-        return tuple(next(grads) if t.requires_grad else None for t in inputs)
+
+# ----------------------------------------------------------------------------
+# The operator: autograd, torch.compile and CUDA graphs go through it
+# ----------------------------------------------------------------------------
+
+# Peak memory of the backward: the recomputed E-channel intermediates are
+# built for a slice of the batch at a time, at most this many bytes each.
+_BACKWARD_SLICE_BYTES = 64 << 20
+
+
+@torch.library.custom_op(
+    "fused_dwsep::forward",
+    mutates_args=(),
+    schema="(Tensor x, Tensor w1, Tensor b1, Tensor wd, Tensor bd, Tensor w2, Tensor b2) -> Tensor",
+)
+def _fused_dwsep_op(x, w1, b1, wd, bd, w2, b2):
+    # A fresh contiguous tensor on every path, as the fake implementation says.
+    return _forward_impl(x, w1, b1, wd, bd, w2, b2).contiguous()
+
+
+@_fused_dwsep_op.register_fake
+def _(x, w1, b1, wd, bd, w2, b2):
+    return x.new_empty(x.shape)
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)  # the inputs only: the backward recomputes the rest
+
+
+def _backward(ctx, grad_y):
+    return _block_backward(grad_y, *ctx.saved_tensors, needs=ctx.needs_input_grad)
+
+
+torch.library.register_autograd("fused_dwsep::forward", _backward, setup_context=_setup_context)
+
+
+def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
+    """Gradients of the block for (x, w1, b1, wd, bd, w2, b2), None where not
+    needed. Recomputes h1, h2 = dwconv(h1), h3 = gelu(h2) with PyTorch ops
+    (under the same allow_tf32 flag as the reference's own backward), a batch
+    slice at a time, and takes each layer's gradient with the same ATen
+    kernels autograd uses for the reference."""
+    E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
+    pad = K // 2
+    conv_backward = torch.ops.aten.convolution_backward.default
+
+    def conv_grads(grad, inp, weight, groups, padding, mask):
+        return conv_backward(grad, inp, weight, [weight.shape[0]], [1], [padding], [1], False, [0], groups, mask)
+
+    need_x, need_w1, need_b1, need_wd, need_bd, need_w2, need_b2 = needs
+    need_h1 = need_x or need_w1 or need_b1  # anything below the depthwise conv
+    need_h2 = need_h1 or need_wd or need_bd
+    gy = gy.contiguous()
+    grads = dict.fromkeys(("w1", "b1", "wd", "bd", "w2"))
+
+    def accumulate(name, g):
+        if g is not None:
+            grads[name] = g if grads[name] is None else grads[name] + g
+
+    gx = torch.empty_like(gy) if need_x else None
+    B, L = x.shape[0], x.shape[2]
+    rows = max(1, _BACKWARD_SLICE_BYTES // max(1, E * L * x.element_size()))
+    for b0 in range(0, B, rows):
+        xs, gys = x[b0 : b0 + rows], gy[b0 : b0 + rows]
+        h1 = F.conv1d(xs, w1, b1)
+        h2 = F.conv1d(h1, wd, bd, padding=pad, groups=E)
+        if need_w2:
+            accumulate("w2", conv_grads(gys, F.gelu(h2), w2, 1, 0, [False, True, False])[1])
+        if not need_h2:
+            continue
+        gh3 = conv_grads(gys, h2, w2, 1, 0, [True, False, False])[0]  # input grad: h2 only gives the shape
+        gh2 = torch.ops.aten.gelu_backward(gh3, h2)
+        del gh3, h2
+        gh1, gwd, gbd = conv_grads(gh2, h1, wd, E, pad, [need_h1, need_wd, need_bd])
+        accumulate("wd", gwd)
+        accumulate("bd", gbd)
+        del gh2
+        if not need_h1:
+            continue
+        gxs, gw1, gb1 = conv_grads(gh1, xs, w1, 1, 0, [need_x, need_w1, need_b1])
+        accumulate("w1", gw1)
+        accumulate("b1", gb1)
+        if need_x:
+            gx[b0 : b0 + rows] = gys + gxs
+    gb2 = gy.sum((0, 2)) if need_b2 else None
+    return gx, grads["w1"], grads["b1"], grads["wd"], grads["bd"], grads["w2"], gb2
 
 
 def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
@@ -300,15 +376,16 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
         w2 [C, E, 1]     project-back weight;      b2 [C]
     Returns a new [B, C, L] tensor; x is not modified. CUDA float32 tensors run
     the fused kernel where one serves the shape (``kernel_path``) and PyTorch's
-    own kernels elsewhere; CPU tensors run the reference math.
+    own kernels elsewhere; CPU tensors run the reference math. Differentiable
+    (the backward recomputes the intermediates: nothing E-channel is saved),
+    and traceable by torch.compile as the operator torch.ops.fused_dwsep.forward.
     """
     _check_inputs(x, w1, b1, wd, bd, w2, b2)
-    if not x.is_cuda or not _cuda_launch_info(x, w1, wd)[0]:
-        return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
     params = (x, w1, b1, wd, bd, w2, b2)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in params):
-        return _FusedDwsepFunction.apply(*params)
-    return _cuda_forward(*params)
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in params)):
+        return _fused_dwsep_op(*params)
+    # Inference in eager mode: straight to the kernel, without the dispatcher.
+    return _forward_impl(*params)
 
 
 def kernel_path(

@@ -184,15 +184,82 @@ def test_cpu_empty_batch():
     assert new(torch.randn(0, 4, 10)).shape == (0, 4, 10)
 
 
-def test_cpu_backward_matches_reference():
-    ref, new = make_pair(6, 12, 3, seed=5)
-    x = torch.randn(2, 6, 17)
+def backward_pair(ref, new, x, grad_y):
+    """x.grad and the parameter grads of both modules for one backward."""
     x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    ref(x1).square().sum().backward()
-    new(x2).square().sum().backward()
+    ref(x1).backward(grad_y)
+    new(x2).backward(grad_y)
+    return [x1.grad] + [p.grad for p in ref.parameters()], [x2.grad] + [p.grad for p in new.parameters()]
+
+
+GRAD_NAMES = ("x", "w1", "b1", "wd", "bd", "w2", "b2")
+
+
+@pytest.mark.parametrize("slice_bytes", [64 << 20, 1], ids=["one slice", "a row per slice"])
+def test_cpu_backward_matches_reference(monkeypatch, slice_bytes):
+    """The registered backward (recompute, then ATen's per-layer gradients),
+    also when it walks the batch a row at a time."""
+    monkeypatch.setattr(fd, "_BACKWARD_SLICE_BYTES", slice_bytes)
+    ref, new = make_pair(6, 12, 3, seed=5)
+    x = torch.randn(3, 6, 17)
+    expected, got = backward_pair(ref, new, x, torch.randn_like(x))
+    for name, a, b in zip(GRAD_NAMES, expected, got):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-5), name
+
+
+def test_cpu_gradcheck_float64():
+    """gradcheck through the operator and its registered backward."""
+    _, new = make_pair(5, 8, 5, seed=6)
+    new = new.double()
+    x = torch.randn(2, 5, 11, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, *w: fused_dwsep(x, *w), (x, *weights(new)))
+
+
+def test_cpu_only_the_grads_asked_for():
+    ref, new = make_pair(4, 8, 3, seed=7)
+    for m in (ref, new):
+        m.pointwise.requires_grad_(False)
+    x = torch.randn(2, 4, 9)
+    expected, got = backward_pair(ref, new, x, torch.randn_like(x))
+    for name, a, b in zip(GRAD_NAMES, expected, got):
+        assert (a is None) == (b is None), name
+        assert a is None or torch.allclose(a, b, atol=1e-6, rtol=1e-5), name
+    y = new(x)  # x does not require grad; the weights that do still get grads
+    assert y.grad_fn is not None
+
+
+def test_cpu_inference_records_nothing():
+    _, new = make_pair(4, 8, 3)
+    x = torch.randn(2, 4, 9)
+    with torch.no_grad():
+        assert new(x).grad_fn is None
+    new.requires_grad_(False)
+    assert new(x).grad_fn is None
+
+
+@pytest.mark.parametrize("x_grad", [True, False], ids=["x requires grad", "weights require grad"])
+def test_cpu_opcheck(x_grad):
+    """Schema, fake tensor, autograd registration and AOT dispatch of the operator."""
+    _, new = make_pair(6, 10, 5, seed=8)
+    x = torch.randn(2, 6, 11, requires_grad=x_grad)
+    w = [t.detach().clone().requires_grad_(not x_grad) for t in weights(new)]
+    result = torch.library.opcheck(torch.ops.fused_dwsep.forward.default, (x, *w))
+    assert all(v == "SUCCESS" for v in result.values()), result
+
+
+def test_cpu_compile_fullgraph():
+    """torch.compile traces ModelNew into one graph (the operator is opaque to
+    it), forward and backward. The CUDA test runs the default backend."""
+    _, new = make_pair(6, 10, 5, seed=9)
+    compiled = torch.compile(new, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 6, 13)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y1, y2 = new(x1), compiled(x2)
+    assert torch.equal(y1, y2)
+    grad_y = torch.randn_like(x)
+    y1.backward(grad_y)
+    y2.backward(grad_y)
     assert torch.allclose(x1.grad, x2.grad, atol=1e-6)
-    for (n, a), b in zip(ref.named_parameters(), new.parameters()):
-        assert torch.allclose(a.grad, b.grad, atol=1e-6), n
 
 
 @pytest.mark.parametrize(
@@ -467,16 +534,82 @@ def test_cuda_flag_read_at_call_time():
 
 
 @requires_cuda
-def test_cuda_backward_matches_reference():
-    ref, new = make_pair(64, 128, 9, seed=7, device="cuda")
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+@pytest.mark.parametrize(
+    "B,C,E,L,K", [(2, 64, 128, 300, 9), (3, 256, 512, 1000, 9), (2, 300, 64, 129, 7), (2, 24, 40, 200, 31)]
+)
+def test_cuda_backward_matches_reference(B, C, E, L, K, tf32):
+    """Gradients for x and all six parameters against the reference's own
+    backward under the same flag, at 1e-3: the backward recomputes the
+    intermediates through cuDNN like the reference, but the loss's input came
+    from the fused forward, and TF32 GEMM chains differ at ~1e-4 per layer."""
+    ref, new = make_pair(C, E, K, seed=7, device="cuda")
+    x = torch.randn(B, C, L, device="cuda")
+    with cudnn_tf32(tf32):
+        expected, got = backward_pair(ref, new, x, torch.randn_like(x))
+    for name, a, b in zip(GRAD_NAMES, expected, got):
+        assert_matches(b, a, f"grad {name} B={B} C={C} E={E} L={L} K={K} tf32={tf32}", GRAD_ATOL, GRAD_RTOL)
+
+
+@requires_cuda
+def test_cuda_compile_fullgraph():
+    """torch.compile (default backend) with fullgraph=True: no graph break,
+    the same output as eager ModelNew, and the same gradients."""
+    _, new = make_pair(64, 128, 9, seed=12, device="cuda")
+    compiled = torch.compile(new, fullgraph=True)
     x = torch.randn(2, 64, 300, device="cuda")
+    with torch.no_grad():
+        assert torch.equal(compiled(x), new(x))
     x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
     grad_y = torch.randn_like(x)
-    ref(x1).backward(grad_y)
-    new(x2).backward(grad_y)
-    assert_matches(x2.grad, x1.grad, "grad x", GRAD_ATOL, GRAD_RTOL)
-    for (n, a), b in zip(ref.named_parameters(), new.parameters()):
-        assert_matches(b.grad, a.grad, f"grad {n}", GRAD_ATOL, GRAD_RTOL)
+    new(x1).backward(grad_y)
+    compiled(x2).backward(grad_y)
+    assert_matches(x2.grad, x1.grad, "compiled grad x", 1e-6, 1e-5)
+
+
+@requires_cuda
+@pytest.mark.parametrize("C,E,K", [(64, 128, 9), (300, 64, 3), (24, 40, 31)])
+def test_cuda_opcheck(C, E, K):
+    _, new = make_pair(C, E, K, seed=13, device="cuda")
+    x = torch.randn(2, C, 70, device="cuda", requires_grad=True)
+    w = [t.detach().clone().requires_grad_() for t in weights(new)]
+    result = torch.library.opcheck(torch.ops.fused_dwsep.forward.default, (x, *w))
+    assert all(v == "SUCCESS" for v in result.values()), result
+
+
+@requires_cuda
+def test_cuda_graph_forward_and_backward():
+    """Forward and backward captured in one CUDA graph, replayed on new data."""
+    ref, new = make_pair(64, 128, 9, seed=14, device="cuda")
+    static_x = torch.randn(2, 64, 300, device="cuda", requires_grad=True)
+    static_gy = torch.randn(2, 64, 300, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm-up outside the graph
+            new(static_x).backward(static_gy)
+    torch.cuda.current_stream().wait_stream(side)
+    new.zero_grad(set_to_none=True)
+    static_x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = new(static_x)
+        static_y.backward(static_gy)
+    for _ in range(2):
+        with torch.no_grad():
+            static_x.copy_(torch.randn_like(static_x))
+            static_gy.copy_(torch.randn_like(static_gy))
+        graph.replay()
+        torch.cuda.synchronize()
+        x = static_x.detach().clone()
+        check_cuda(static_y.detach(), x, ref, torch.backends.cudnn.allow_tf32, "graph replay forward")
+        ref.zero_grad(set_to_none=True)
+        x.requires_grad_()
+        ref(x).backward(static_gy)
+        expected = [x.grad] + [p.grad for p in ref.parameters()]
+        got = [static_x.grad] + [p.grad for p in new.parameters()]
+        for name, a, b in zip(GRAD_NAMES, expected, got):
+            assert_matches(b, a, f"graph replay grad {name}", GRAD_ATOL, GRAD_RTOL)
 
 
 @requires_cuda
