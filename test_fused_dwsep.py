@@ -554,7 +554,9 @@ def test_cuda_backward_matches_reference(B, C, E, L, K, tf32):
 @requires_cuda
 def test_cuda_compile_fullgraph():
     """torch.compile (default backend) with fullgraph=True: no graph break,
-    the same output as eager ModelNew, and the same gradients."""
+    the same output as eager ModelNew (the operator is opaque: the same
+    kernel), and gradients within the gradient tolerance (Inductor compiles
+    the backward formula's elementwise parts itself: 3e-5 apart on the H200)."""
     _, new = make_pair(64, 128, 9, seed=12, device="cuda")
     compiled = torch.compile(new, fullgraph=True)
     x = torch.randn(2, 64, 300, device="cuda")
@@ -564,7 +566,9 @@ def test_cuda_compile_fullgraph():
     grad_y = torch.randn_like(x)
     new(x1).backward(grad_y)
     compiled(x2).backward(grad_y)
-    assert_matches(x2.grad, x1.grad, "compiled grad x", 1e-6, 1e-5)
+    assert_matches(x2.grad, x1.grad, "compiled grad x", GRAD_ATOL, GRAD_RTOL)
+    for name, p in new.named_parameters():
+        assert p.grad is not None, f"compiled backward gave no grad for {name}"
 
 
 @requires_cuda
