@@ -86,6 +86,20 @@ def matmul_ceiling_tflops(flush):
     return 2 * n**3 / ms / 1e9
 
 
+def row_fields(label, shape, tf32, kernel, correct, ms):
+    """What every JSON row holds; no speedups for a wrong output."""
+    return {
+        "case": label,
+        "shape": {k: shape[k] for k in ("B", "C", "E", "L", "K")},
+        "mode": "tf32" if tf32 else "fp32",
+        "kernel": kernel,
+        "correct": correct,
+        "ms": ms,
+        "speedup_vs_eager": ms["eager"] / ms["fused_dwsep"] if correct else None,
+        "speedup_vs_compile": ms["compile"] / ms["fused_dwsep"] if correct else None,
+    }
+
+
 def bench_row(shape, tf32, flush, ceiling, label):
     B, C, E, L, K = (shape[k] for k in ("B", "C", "E", "L", "K"))
     torch.manual_seed(0)
@@ -111,17 +125,11 @@ def bench_row(shape, tf32, flush, ceiling, label):
     finally:
         torch.backends.cudnn.allow_tf32 = old
     tflops = flops(B, C, E, L, K) / t_new[0] / 1e9
+    ms = {"fused_dwsep": t_new[0], "eager": t_eager[0], "compile": t_compile[0]}
     return {
-        "case": label,
-        "shape": dict(B=B, C=C, E=E, L=L, K=K),
-        "mode": "tf32" if tf32 else "fp32",
-        "kernel": kernel,
-        "correct": correct,
+        **row_fields(label, shape, tf32, kernel, correct, ms),
         "max_abs_err": err,
-        "ms": {"fused_dwsep": t_new[0], "eager": t_eager[0], "compile": t_compile[0]},
         "p20_p80_ms": {"fused_dwsep": t_new[1:], "eager": t_eager[1:], "compile": t_compile[1:]},
-        "speedup_vs_eager": t_eager[0] / t_new[0] if correct else None,
-        "speedup_vs_compile": t_compile[0] / t_new[0] if correct else None,
         "tflops": tflops if correct else None,
         "pct_of_ceiling": 100 * tflops / ceiling if correct else None,
     }
@@ -173,18 +181,21 @@ def train_row(shape, tf32, flush, label):
             peak_mb[name] = (torch.cuda.max_memory_allocated() - base) / 2**20
     finally:
         torch.backends.cudnn.allow_tf32 = old
-    return {
-        "case": label,
-        "shape": dict(B=B, C=C, E=E, L=L, K=K),
-        "mode": "tf32" if tf32 else "fp32",
-        "kernel": kernel,
-        "correct": correct,
-        "max_abs_grad_err": max(errs),
-        "ms": ms,
-        "peak_mb": peak_mb,
-        "speedup_vs_eager": ms["eager"] / ms["fused_dwsep"] if correct else None,
-        "speedup_vs_compile": ms["compile"] / ms["fused_dwsep"] if correct else None,
-    }
+    return {**row_fields(label, shape, tf32, kernel, correct, ms), "max_abs_grad_err": max(errs), "peak_mb": peak_mb}
+
+
+def print_lines(head, lines):
+    print(head)
+    print("-" * len(head))
+    for line in lines:
+        print(line)
+
+
+def row_start(r):
+    """The case, shape and mode columns every table starts with."""
+    s = r["shape"]
+    shape = f"{s['B']}x{s['C']}x{s['E']}x{s['L']}, {s['K']}"
+    return f"{r['case']:<10} {shape:<24} {r['mode']:<5}"
 
 
 def print_train_table(rows):
@@ -192,21 +203,19 @@ def print_train_table(rows):
         f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'fwd+bwd ms: fused':>17} {'eager':>7} "
         f"{'compile':>8} {'vs eager':>9} {'vs comp':>8} {'peak MB: fused':>15} {'eager':>7} {'compile':>8}"
     )
-    print(head)
-    print("-" * len(head))
+    lines = []
     for r in rows:
-        s = r["shape"]
-        shape = f"{s['B']}x{s['C']}x{s['E']}x{s['L']}, {s['K']}"
         ms, mb = r["ms"], r["peak_mb"]
         speed = (
             f"{r['speedup_vs_eager']:>8.2f}x {r['speedup_vs_compile']:>7.2f}x"
             if r["correct"]
             else f"  WRONG: grad err {r['max_abs_grad_err']:.2e}"
         )
-        print(
-            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {ms['fused_dwsep']:>17.3f} {ms['eager']:>7.3f} "
-            f"{ms['compile']:>8.3f} {speed} {mb['fused_dwsep']:>15.0f} {mb['eager']:>7.0f} {mb['compile']:>8.0f}"
+        lines.append(
+            f"{row_start(r)} {ms['fused_dwsep']:>17.3f} {ms['eager']:>7.3f} {ms['compile']:>8.3f} {speed} "
+            f"{mb['fused_dwsep']:>15.0f} {mb['eager']:>7.0f} {mb['compile']:>8.0f}"
         )
+    print_lines(head, lines)
 
 
 def suite_cases(seed):
@@ -227,11 +236,8 @@ def print_table(rows, ceiling):
         f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'kernel':<16} {'fused ms':>9} "
         f"{'eager ms':>9} {'compile':>9} {'vs eager':>9} {'vs comp':>8} {'TFLOP/s':>8} {'% ceil':>7}"
     )
-    print(head)
-    print("-" * len(head))
+    lines = []
     for r in rows:
-        s = r["shape"]
-        shape = f"{s['B']}x{s['C']}x{s['E']}x{s['L']}, {s['K']}"
         ms = r["ms"]
         if r["correct"]:
             tail = (
@@ -240,10 +246,11 @@ def print_table(rows, ceiling):
             )
         else:
             tail = f"  WRONG: max abs err {r['max_abs_err']:.2e}, no speedup reported"
-        print(
-            f"{r['case']:<10} {shape:<24} {r['mode']:<5} {r['kernel']:<16} {ms['fused_dwsep']:>9.3f} "
-            f"{ms['eager']:>9.3f} {ms['compile']:>9.3f} {tail}"
+        lines.append(
+            f"{row_start(r)} {r['kernel']:<16} {ms['fused_dwsep']:>9.3f} {ms['eager']:>9.3f} "
+            f"{ms['compile']:>9.3f} {tail}"
         )
+    print_lines(head, lines)
     print(f"ceiling: cuBLAS TF32 matmul 8192^3 measured at {ceiling:.0f} TFLOP/s in this run")
 
 
