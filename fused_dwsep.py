@@ -320,7 +320,7 @@ def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
     (under the same allow_tf32 flag as the reference's own backward), a batch
     slice at a time, and takes each layer's gradient with the same ATen
     kernels autograd uses for the reference."""
-    E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
+    E, K = w1.shape[0], wd.shape[2]
     pad = K // 2
     conv_backward = torch.ops.aten.convolution_backward.default
 
@@ -396,8 +396,8 @@ def kernel_path(
     positions to fill the GPU), 'tensor_core' (mma.sync, C <= 256),
     'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
     kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
-    without CUDA. Without batch and length: for an input long enough to fill
-    the GPU."""
+    without CUDA. Without both batch and length: for an input long enough to
+    fill the GPU."""
     if _ext is None:
         return "cpu"
     B, L = (batch, length) if batch is not None and length is not None else _LONG_INPUT
