@@ -195,11 +195,11 @@ def _cuda_launch_info(x, w1, wd) -> tuple[bool, int]:
     return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], torch.backends.cudnn.allow_tf32)
 
 
-def _cuda_forward(x, w1, b1, wd, bd, w2, b2):
-    """The fused kernel (for a shape whose path is not 'pytorch')."""
+def _cuda_forward(x, w1, b1, wd, bd, w2, b2, ws_floats: int):
+    """The fused kernel (for a shape whose path is not 'pytorch'), with the
+    scratch size _cuda_launch_info gave."""
     E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
     tf32 = torch.backends.cudnn.allow_tf32
-    _, ws_floats = _cuda_launch_info(x, w1, wd)
     x = x.contiguous()
     y = torch.empty_like(x)
     if x.numel() == 0:
@@ -274,8 +274,10 @@ def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
 def _forward_impl(x, w1, b1, wd, bd, w2, b2):
     """The forward without autograd on any device: the fused kernel where one
     serves the shape, PyTorch's own kernels elsewhere (and on the CPU)."""
-    if x.is_cuda and _cuda_launch_info(x, w1, wd)[0]:
-        return _cuda_forward(x, w1, b1, wd, bd, w2, b2)
+    if x.is_cuda:
+        fused, ws_floats = _cuda_launch_info(x, w1, wd)
+        if fused:
+            return _cuda_forward(x, w1, b1, wd, bd, w2, b2, ws_floats)
     return fused_dwsep_reference(x, w1, b1, wd, bd, w2, b2)
 
 
