@@ -221,9 +221,8 @@ def _cuda_forward(x, w1, b1, wd, bd, w2, b2, ws_floats: int):
 
 
 # The binding's error codes (kernels/fused_dwsep.cpp, ErrorKind): kind * 1000 +
-# the index of the tensor concerned, in _forward_into's argument order.
+# the index of the tensor concerned in the binding function's argument order.
 _BINDING_ERROR_STRIDE = 1000
-_BINDING_TENSORS = ("y", "x", "w1", "b1", "wd", "bd", "w2", "b2", "workspace")
 (
     _ERR_NOT_CUDA_OR_RANK,
     _ERR_UNDEFINED,
@@ -236,9 +235,9 @@ _BINDING_TENSORS = ("y", "x", "w1", "b1", "wd", "bd", "w2", "b2", "workspace")
     _ERR_LAUNCH_FAILED,
 ) = range(1, 10)
 _BINDING_ERRORS = {
-    _ERR_NOT_CUDA_OR_RANK: "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]",
+    _ERR_NOT_CUDA_OR_RANK: "{ranks}",
     _ERR_UNDEFINED: "{name} is undefined",
-    _ERR_WRONG_DEVICE: "{name} is on {device} but x is on {x_device}",
+    _ERR_WRONG_DEVICE: "{name} is on {device} but {ref_name} is on {ref_device}",
     _ERR_NOT_FLOAT32: "{name} must be float32, got {dtype}",
     _ERR_WRONG_SHAPE: "{name} must be {expected}, got {shape}",
     _ERR_NOT_CONTIGUOUS: "{name} must be contiguous",
@@ -249,26 +248,37 @@ _BINDING_ERRORS = {
 _TENSOR_ERRORS = (_ERR_UNDEFINED, _ERR_WRONG_DEVICE, _ERR_NOT_FLOAT32, _ERR_WRONG_SHAPE, _ERR_NOT_CONTIGUOUS)
 
 
+def _raise_on_code(code: int, tensors: dict, ref_name: str, expected_shapes, ranks: str) -> None:
+    """Turn a binding's return code into an exception (nothing for 0).
+    `tensors`: the binding's tensor arguments by name, in its order;
+    `ref_name`: the one whose device the others must share;
+    `expected_shapes()`: their expected shapes, in the same order;
+    `ranks`: the message for the binding's rank / CUDA check."""
+    if code == 0:
+        return
+    kind, detail = divmod(code, _BINDING_ERROR_STRIDE)
+    fields = {"code": code, "ranks": ranks}
+    if kind == _ERR_LAUNCH_FAILED:  # detail: the cudaError_t
+        fields["cuda_error"] = f"{_ext.error_string(detail)} ({detail})"
+    if kind in _TENSOR_ERRORS:  # detail: which tensor
+        name, t = list(tensors.items())[detail]
+        fields.update(name=name, expected=expected_shapes()[detail], shape=list(t.shape), dtype=t.dtype,
+                      device=t.device, ref_name=ref_name, ref_device=tensors[ref_name].device)
+    template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
+    raise RuntimeError("fused_dwsep: " + template.format(**fields))
+
+
 def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
     """Launch the kernel into y ([B, C, L]) from 2-D weights (w1 [E, C],
     wd [E, K], w2 [C, E]); raise with the binding's reason when it refuses."""
     code = _ext.forward(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32)
-    if code == 0:
-        return
-    kind, detail = divmod(code, _BINDING_ERROR_STRIDE)
-    fields = {"code": code}
-    if kind == _ERR_LAUNCH_FAILED:  # detail: the cudaError_t
-        fields["cuda_error"] = f"{_ext.error_string(detail)} ({detail})"
-    if kind in _TENSOR_ERRORS:  # detail: which tensor
-        t = (y, x, w1, b1, wd, bd, w2, b2, workspace)[detail]
-        B, C, L = x.shape
-        E, K = w1.shape[0], wd.shape[1]
-        ws_floats = _ext.workspace_floats(C, E, K, tf32)
-        expected = ([B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [ws_floats])[detail]
-        fields.update(name=_BINDING_TENSORS[detail], expected=expected, shape=list(t.shape),
-                      dtype=t.dtype, device=t.device, x_device=x.device)
-    template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
-    raise RuntimeError("fused_dwsep: " + template.format(**fields))
+
+    def expected():
+        (B, C, L), E, K = x.shape, w1.shape[0], wd.shape[1]
+        return [B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [_ext.workspace_floats(C, E, K, tf32)]
+
+    tensors = dict(y=y, x=x, w1=w1, b1=b1, wd=wd, bd=bd, w2=w2, b2=b2, workspace=workspace)
+    _raise_on_code(code, tensors, "x", expected, "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]")
 
 
 def _forward_impl(x, w1, b1, wd, bd, w2, b2):
@@ -316,22 +326,87 @@ def _backward(ctx, grad_y):
 torch.library.register_autograd("fused_dwsep::forward", _backward, setup_context=_setup_context)
 
 
+# The depthwise stage alone, for the backward: the binding's own kernels for
+# CUDA float32 with K up to depthwise_max_kernel_size(), PyTorch's elsewhere.
+# Operators, so that torch.compile traces the backward through them.
+_DEPTHWISE_RANKS = "h1 must be a CUDA [B, E, L] tensor and wd [E, K]"
+
+
+def _own_depthwise(h1, wd) -> bool:
+    return (
+        _ext is not None and h1.is_cuda and h1.dtype == torch.float32
+        and wd.shape[-1] <= _ext.depthwise_max_kernel_size()
+    )
+
+
+@torch.library.custom_op(
+    "fused_dwsep::depthwise_gelu", mutates_args=(), schema="(Tensor h1, Tensor wd, Tensor bd) -> Tensor"
+)
+def _depthwise_gelu_op(h1, wd, bd):
+    """h3 = gelu(dwconv_K(h1) + bd) with "same" zero padding.
+    h1 [B, E, L], wd [E, 1, K], bd [E] -> h3 [B, E, L]."""
+    E, K = wd.shape[0], wd.shape[-1]
+    if not _own_depthwise(h1, wd):
+        return F.gelu(F.conv1d(h1, wd, bd, padding=K // 2, groups=E))
+    h1, wd, bd = h1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
+    h3 = torch.empty_like(h1)
+    code = _ext.depthwise_gelu(h3, h1, wd, bd)
+    _raise_on_code(code, dict(h3=h3, h1=h1, wd=wd, bd=bd), "h1",
+                   lambda: [list(h1.shape), list(h1.shape), [E, K], [E]], _DEPTHWISE_RANKS)
+    return h3
+
+
+@_depthwise_gelu_op.register_fake
+def _(h1, wd, bd):
+    return h1.new_empty(h1.shape)
+
+
+@torch.library.custom_op(
+    "fused_dwsep::depthwise_backward",
+    mutates_args=(),
+    schema="(Tensor g3, Tensor h1, Tensor wd, Tensor bd) -> (Tensor, Tensor, Tensor)",
+)
+def _depthwise_backward_op(g3, h1, wd, bd):
+    """The gradients at h1, wd and bd of h3 = gelu(dwconv_K(h1) + bd), given
+    g3, the gradient at h3. g3, h1 [B, E, L], wd [E, 1, K], bd [E]."""
+    E, K = wd.shape[0], wd.shape[-1]
+    if not _own_depthwise(h1, wd):
+        g2 = torch.ops.aten.gelu_backward(g3, F.conv1d(h1, wd, bd, padding=K // 2, groups=E))
+        return _conv_grads(g2, h1, wd, E, K // 2, [True, True, True])
+    g3, h1, wd2, bd = g3.contiguous(), h1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
+    (B, _, L), tiles = h1.shape, _ext.depthwise_tiles(h1.shape[2])
+    gh1 = torch.empty_like(h1)
+    partials = torch.empty(B * tiles, E, K + 1, dtype=h1.dtype, device=h1.device)
+    code = _ext.depthwise_backward(gh1, partials, g3, h1, wd2, bd)
+    _raise_on_code(code, dict(gh1=gh1, partials=partials, g3=g3, h1=h1, wd=wd2, bd=bd), "h1",
+                   lambda: [[B, E, L], [B * tiles, E, K + 1], [B, E, L], [B, E, L], [E, K], [E]],
+                   _DEPTHWISE_RANKS)
+    # Per (batch, tile) sums from the kernel: taps first, then the bias.
+    return gh1, partials[..., :K].sum(0).view(E, 1, K), partials[..., K].sum(0)
+
+
+@_depthwise_backward_op.register_fake
+def _(g3, h1, wd, bd):
+    return h1.new_empty(h1.shape), wd.new_empty(wd.shape), bd.new_empty(bd.shape)
+
+
+def _conv_grads(grad, inp, weight, groups, padding, mask):
+    """ATen's Conv1d backward (stride 1): (grad input, grad weight, grad bias) where mask says."""
+    return torch.ops.aten.convolution_backward.default(
+        grad, inp, weight, [weight.shape[0]], [1], [padding], [1], False, [0], groups, mask
+    )
+
+
 def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
     """Gradients of the block for (x, w1, b1, wd, bd, w2, b2), None where not
-    needed. Recomputes h1, h2 = dwconv(h1), h3 = gelu(h2) with PyTorch ops
-    (under the same allow_tf32 flag as the reference's own backward), a batch
-    slice at a time, and takes each layer's gradient with the same ATen
-    kernels autograd uses for the reference."""
-    E, K = w1.shape[0], wd.shape[2]
-    pad = K // 2
-    conv_backward = torch.ops.aten.convolution_backward.default
-
-    def conv_grads(grad, inp, weight, groups, padding, mask):
-        return conv_backward(grad, inp, weight, [weight.shape[0]], [1], [padding], [1], False, [0], groups, mask)
-
+    needed. Recomputes h1 (cuDNN, under the same allow_tf32 flag as the
+    reference's own backward) and, inside the depthwise operators, h2 and
+    h3 = gelu(h2), a batch slice at a time; the pointwise layers' gradients
+    come from the same ATen kernels autograd uses for the reference."""
+    E = w1.shape[0]
     need_x, need_w1, need_b1, need_wd, need_bd, need_w2, need_b2 = needs
     need_h1 = need_x or need_w1 or need_b1  # anything below the depthwise conv
-    need_h2 = need_h1 or need_wd or need_bd
+    need_g3 = need_h1 or need_wd or need_bd
     gy = gy.contiguous()
     grads = dict.fromkeys(("w1", "b1", "wd", "bd", "w2"))
 
@@ -345,21 +420,20 @@ def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
     for b0 in range(0, B, rows):
         xs, gys = x[b0 : b0 + rows], gy[b0 : b0 + rows]
         h1 = F.conv1d(xs, w1, b1)
-        h2 = F.conv1d(h1, wd, bd, padding=pad, groups=E)
         if need_w2:
-            accumulate("w2", conv_grads(gys, F.gelu(h2), w2, 1, 0, [False, True, False])[1])
-        if not need_h2:
+            h3 = _depthwise_gelu_op(h1, wd, bd)
+            accumulate("w2", _conv_grads(gys, h3, w2, 1, 0, [False, True, False])[1])
+            del h3
+        if not need_g3:
             continue
-        gh3 = conv_grads(gys, h2, w2, 1, 0, [True, False, False])[0]  # input grad: h2 only gives the shape
-        gh2 = torch.ops.aten.gelu_backward(gh3, h2)
-        del gh3, h2
-        gh1, gwd, gbd = conv_grads(gh2, h1, wd, E, pad, [need_h1, need_wd, need_bd])
-        accumulate("wd", gwd)
-        accumulate("bd", gbd)
-        del gh2
+        g3 = _conv_grads(gys, h1, w2, 1, 0, [True, False, False])[0]  # input grad: h1 only gives the shape
+        gh1, gwd, gbd = _depthwise_backward_op(g3, h1, wd, bd)
+        del g3
+        accumulate("wd", gwd if need_wd else None)
+        accumulate("bd", gbd if need_bd else None)
         if not need_h1:
             continue
-        gxs, gw1, gb1 = conv_grads(gh1, xs, w1, 1, 0, [need_x, need_w1, need_b1])
+        gxs, gw1, gb1 = _conv_grads(gh1, xs, w1, 1, 0, [need_x, need_w1, need_b1])
         accumulate("w1", gw1)
         accumulate("b1", gb1)
         if need_x:
