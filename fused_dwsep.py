@@ -33,7 +33,8 @@ import torch.nn.functional as F
 __all__ = ["ModelNew", "fused_dwsep", "fused_dwsep_reference", "kernel_path"]
 
 _KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-_HEADER, _CUDA_SOURCE, _CPP_SOURCE = "fused_dwsep.h", "fused_dwsep.cu", "fused_dwsep.cpp"
+_HEADER, _CPP_SOURCE = "fused_dwsep.h", "fused_dwsep.cpp"
+_CUDA_SOURCES = ("fused_dwsep.cu", "fused_dwsep_backward.cu")  # the forward; the backward's depthwise stage
 # No fast-math: it flushes denormals and would change the exact-GELU numerics.
 _CUDA_FLAGS = ["-O3"]
 _CXX_FLAGS = ["-O2"]
@@ -85,7 +86,7 @@ def _load_extension():
         return None
     from torch.utils.cpp_extension import load_inline
 
-    sources = {n: (_KERNEL_DIR / n).read_text() for n in (_HEADER, _CUDA_SOURCE, _CPP_SOURCE)}
+    sources = {n: (_KERNEL_DIR / n).read_text() for n in (_HEADER, _CPP_SOURCE, *_CUDA_SOURCES)}
     cuda_flags = _CUDA_FLAGS + _arch_flags()
     build_dir = _build_dir(sources, cuda_flags + _CXX_FLAGS)
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +107,7 @@ def _load_extension():
         return load_inline(
             name=build_dir.name,
             cpp_sources=[sources[_CPP_SOURCE]],
-            cuda_sources=[sources[_CUDA_SOURCE]],
+            cuda_sources=[sources[n] for n in _CUDA_SOURCES],  # load_inline joins them into one file
             extra_cflags=_CXX_FLAGS,
             extra_cuda_cflags=cuda_flags,
             extra_include_paths=[str(_KERNEL_DIR)],
