@@ -327,9 +327,9 @@ def _backward(ctx, grad_y):
 torch.library.register_autograd("fused_dwsep::forward", _backward, setup_context=_setup_context)
 
 
-# The depthwise stage alone, for the backward: the binding's own kernels for
-# CUDA float32 with K up to depthwise_max_kernel_size(), PyTorch's elsewhere.
-# Operators, so that torch.compile traces the backward through them.
+# The depthwise stage of the backward as one operator (so that torch.compile
+# traces the backward through it): the binding's kernel for CUDA float32 with
+# K up to depthwise_max_kernel_size(), PyTorch's kernels elsewhere.
 _DEPTHWISE_RANKS = "h1 must be a CUDA [B, E, L] tensor and wd [E, K]"
 
 
@@ -341,54 +341,35 @@ def _own_depthwise(h1, wd) -> bool:
 
 
 @torch.library.custom_op(
-    "fused_dwsep::depthwise_gelu", mutates_args=(), schema="(Tensor h1, Tensor wd, Tensor bd) -> Tensor"
-)
-def _depthwise_gelu_op(h1, wd, bd):
-    """h3 = gelu(dwconv_K(h1) + bd) with "same" zero padding.
-    h1 [B, E, L], wd [E, 1, K], bd [E] -> h3 [B, E, L]."""
-    E, K = wd.shape[0], wd.shape[-1]
-    if not _own_depthwise(h1, wd):
-        return F.gelu(F.conv1d(h1, wd, bd, padding=K // 2, groups=E))
-    h1, wd, bd = h1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
-    h3 = torch.empty_like(h1)
-    code = _ext.depthwise_gelu(h3, h1, wd, bd)
-    _raise_on_code(code, dict(h3=h3, h1=h1, wd=wd, bd=bd), "h1",
-                   lambda: [list(h1.shape), list(h1.shape), [E, K], [E]], _DEPTHWISE_RANKS)
-    return h3
-
-
-@_depthwise_gelu_op.register_fake
-def _(h1, wd, bd):
-    return h1.new_empty(h1.shape)
-
-
-@torch.library.custom_op(
     "fused_dwsep::depthwise_backward",
     mutates_args=(),
-    schema="(Tensor g3, Tensor h1, Tensor wd, Tensor bd) -> (Tensor, Tensor, Tensor)",
+    schema="(Tensor g3, Tensor h1, Tensor b1, Tensor wd, Tensor bd) -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
 )
-def _depthwise_backward_op(g3, h1, wd, bd):
-    """The gradients at h1, wd and bd of h3 = gelu(dwconv_K(h1) + bd), given
-    g3, the gradient at h3. g3, h1 [B, E, L], wd [E, 1, K], bd [E]."""
+def _depthwise_backward_op(g3, h1, b1, wd, bd):
+    """For h3 = gelu(dwconv_K(h1 + b1) + bd) with "same" zero padding, given
+    g3, the gradient at h3: (h3, and the gradients at h1, b1, wd, bd).
+    g3, h1 [B, E, L] (h1 without its bias b1), b1 [E], wd [E, 1, K], bd [E]."""
     E, K = wd.shape[0], wd.shape[-1]
     if not _own_depthwise(h1, wd):
-        g2 = torch.ops.aten.gelu_backward(g3, F.conv1d(h1, wd, bd, padding=K // 2, groups=E))
-        return _conv_grads(g2, h1, wd, E, K // 2, [True, True, True])
-    g3, h1, wd2, bd = g3.contiguous(), h1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
+        h1 = h1 + b1[:, None]
+        h2 = F.conv1d(h1, wd, bd, padding=K // 2, groups=E)
+        gh1, gwd, gbd = _conv_grads(torch.ops.aten.gelu_backward(g3, h2), h1, wd, E, K // 2, [True, True, True])
+        return F.gelu(h2), gh1, gh1.sum((0, 2)), gwd, gbd
+    g3, h1, b1, wd2, bd = g3.contiguous(), h1.contiguous(), b1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
     (B, _, L), tiles = h1.shape, _ext.depthwise_tiles(h1.shape[2])
-    gh1 = torch.empty_like(h1)
-    partials = torch.empty(B * tiles, E, K + 1, dtype=h1.dtype, device=h1.device)
-    code = _ext.depthwise_backward(gh1, partials, g3, h1, wd2, bd)
-    _raise_on_code(code, dict(gh1=gh1, partials=partials, g3=g3, h1=h1, wd=wd2, bd=bd), "h1",
-                   lambda: [[B, E, L], [B * tiles, E, K + 1], [B, E, L], [B, E, L], [E, K], [E]],
-                   _DEPTHWISE_RANKS)
-    # Per (batch, tile) sums from the kernel: taps first, then the bias.
-    return gh1, partials[..., :K].sum(0).view(E, 1, K), partials[..., K].sum(0)
+    h3, gh1 = torch.empty_like(h1), torch.empty_like(h1)
+    partials = torch.empty(B * tiles, E, K + 2, dtype=h1.dtype, device=h1.device)
+    code = _ext.depthwise_backward(h3, gh1, partials, g3, h1, b1, wd2, bd)
+    tensors = dict(h3=h3, gh1=gh1, partials=partials, g3=g3, h1=h1, b1=b1, wd=wd2, bd=bd)
+    shapes = lambda: [[B, E, L]] * 2 + [[B * tiles, E, K + 2]] + [[B, E, L]] * 2 + [[E], [E, K], [E]]  # noqa: E731
+    _raise_on_code(code, tensors, "h1", shapes, _DEPTHWISE_RANKS)
+    # Per (batch, tile) sums from the kernel: wd's taps, then bd, then b1.
+    return h3, gh1, partials[..., K + 1].sum(0), partials[..., :K].sum(0).view(E, 1, K), partials[..., K].sum(0)
 
 
 @_depthwise_backward_op.register_fake
-def _(g3, h1, wd, bd):
-    return h1.new_empty(h1.shape), wd.new_empty(wd.shape), bd.new_empty(bd.shape)
+def _(g3, h1, b1, wd, bd):
+    return h1.new_empty(h1.shape), h1.new_empty(h1.shape), b1.new_empty(b1.shape), wd.new_empty(wd.shape), bd.new_empty(bd.shape)
 
 
 def _conv_grads(grad, inp, weight, groups, padding, mask):
@@ -401,18 +382,17 @@ def _conv_grads(grad, inp, weight, groups, padding, mask):
 def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
     """Gradients of the block for (x, w1, b1, wd, bd, w2, b2), None where not
     needed. Recomputes h1 (cuDNN, under the same allow_tf32 flag as the
-    reference's own backward) and, inside the depthwise operators, h2 and
+    reference's own backward) and, in the depthwise operator, h2 and
     h3 = gelu(h2), a batch slice at a time; the pointwise layers' gradients
     come from the same ATen kernels autograd uses for the reference."""
-    E = w1.shape[0]
+    E, K = w1.shape[0], wd.shape[2]
     need_x, need_w1, need_b1, need_wd, need_bd, need_w2, need_b2 = needs
-    need_h1 = need_x or need_w1 or need_b1  # anything below the depthwise conv
-    need_g3 = need_h1 or need_wd or need_bd
+    need_g3 = need_x or need_w1 or need_b1 or need_wd or need_bd  # anything below the GELU
     gy = gy.contiguous()
     grads = dict.fromkeys(("w1", "b1", "wd", "bd", "w2"))
 
-    def accumulate(name, g):
-        if g is not None:
+    def accumulate(name, g, need=True):
+        if need and g is not None:
             grads[name] = g if grads[name] is None else grads[name] + g
 
     gx = torch.empty_like(gy) if need_x else None
@@ -420,25 +400,25 @@ def _block_backward(gy, x, w1, b1, wd, bd, w2, b2, needs=(True,) * 7):
     rows = max(1, _BACKWARD_SLICE_BYTES // max(1, E * L * x.element_size()))
     for b0 in range(0, B, rows):
         xs, gys = x[b0 : b0 + rows], gy[b0 : b0 + rows]
-        h1 = F.conv1d(xs, w1, b1)
+        h1 = F.conv1d(xs, w1)  # b1 is added inside the depthwise operator: one pass less
+        if need_g3:
+            g3 = _conv_grads(gys, h1, w2, 1, 0, [True, False, False])[0]  # input grad: h1 only gives the shape
+            h3, gh1, gb1, gwd, gbd = _depthwise_backward_op(g3, h1, b1, wd, bd)
+            del g3
+            accumulate("b1", gb1, need_b1)
+            accumulate("wd", gwd, need_wd)
+            accumulate("bd", gbd, need_bd)
+        else:  # only w2 and b2 train
+            h3 = F.gelu(F.conv1d(h1 + b1[:, None], wd, bd, padding=K // 2, groups=E))
+        del h1
         if need_w2:
-            h3 = _depthwise_gelu_op(h1, wd, bd)
             accumulate("w2", _conv_grads(gys, h3, w2, 1, 0, [False, True, False])[1])
-            del h3
-        if not need_g3:
-            continue
-        g3 = _conv_grads(gys, h1, w2, 1, 0, [True, False, False])[0]  # input grad: h1 only gives the shape
-        gh1, gwd, gbd = _depthwise_backward_op(g3, h1, wd, bd)
-        del g3
-        accumulate("wd", gwd if need_wd else None)
-        accumulate("bd", gbd if need_bd else None)
-        if not need_h1:
-            continue
-        gxs, gw1, gb1 = _conv_grads(gh1, xs, w1, 1, 0, [need_x, need_w1, need_b1])
-        accumulate("w1", gw1)
-        accumulate("b1", gb1)
-        if need_x:
-            gx[b0 : b0 + rows] = gys + gxs
+        del h3
+        if need_x or need_w1:
+            gxs, gw1, _ = _conv_grads(gh1, xs, w1, 1, 0, [need_x, need_w1, False])
+            accumulate("w1", gw1)
+            if need_x:
+                torch.add(gys, gxs, out=gx[b0 : b0 + rows])
     gb2 = gy.sum((0, 2)) if need_b2 else None
     return gx, grads["w1"], grads["b1"], grads["wd"], grads["bd"], grads["w2"], gb2
 

@@ -268,20 +268,17 @@ def test_cpu_compile_fullgraph():
 
 
 def depthwise_args(B, E, L, K, device="cpu", seed=0):
-    """(g3, h1, wd, bd) for the depthwise operators, fresh random values."""
+    """(g3, h1, b1, wd, bd) for the backward's depthwise operator, fresh random values."""
     g = torch.Generator(device=device).manual_seed(seed)
     rand = lambda *shape: torch.randn(*shape, generator=g, device=device)  # noqa: E731
-    return rand(B, E, L), rand(B, E, L), rand(E, 1, K), rand(E)
+    return rand(B, E, L), rand(B, E, L), rand(E), rand(E, 1, K), rand(E)
 
 
-def test_cpu_opcheck_depthwise_ops():
-    """The backward's depthwise operators: schema and fake tensors (their CPU
-    implementation is PyTorch's kernels; the CUDA test checks the own ones)."""
-    g3, h1, wd, bd = depthwise_args(2, 6, 13, 5)
-    for op, args in ((torch.ops.fused_dwsep.depthwise_gelu.default, (h1, wd, bd)),
-                     (torch.ops.fused_dwsep.depthwise_backward.default, (g3, h1, wd, bd))):
-        result = torch.library.opcheck(op, args)
-        assert all(v == "SUCCESS" for v in result.values()), result
+def test_cpu_opcheck_depthwise_op():
+    """The backward's depthwise operator: schema and fake tensors (its CPU
+    implementation is PyTorch's kernels; a CUDA test checks the own one)."""
+    result = torch.library.opcheck(torch.ops.fused_dwsep.depthwise_backward.default, depthwise_args(2, 6, 13, 5))
+    assert all(v == "SUCCESS" for v in result.values()), result
 
 
 @pytest.mark.parametrize(
@@ -355,7 +352,7 @@ class _FakeBinding:
     def forward(self, *args):
         return self.code
 
-    depthwise_gelu = depthwise_backward = forward
+    depthwise_backward = forward
 
     def workspace_floats(self, C, E, K, tf32):
         return 1234
@@ -400,20 +397,19 @@ def test_binding_error_codes_become_messages(monkeypatch, code, match):
     "code, match",
     [
         (1 * 1000, r"h1 must be a CUDA \[B, E, L\] tensor and wd \[E, K\]"),
-        (3 * 1000 + 5, r"bd is on cpu but h1 is on cpu"),
-        (5 * 1000 + 1, r"partials must be \[6, 5, 4\], got \[6, 5, 4\]"),
-        (6 * 1000 + 2, r"g3 must be contiguous"),
+        (3 * 1000 + 7, r"bd is on cpu but h1 is on cpu"),
+        (5 * 1000 + 2, r"partials must be \[6, 5, 5\], got \[6, 5, 5\]"),
+        (6 * 1000 + 3, r"g3 must be contiguous"),
         (9 * 1000 + 700, r"kernel launch failed: an illegal memory access was encountered \(700\)"),
     ],
 )
 def test_depthwise_binding_error_codes_become_messages(monkeypatch, code, match):
-    """The same for the backward's depthwise kernels (run through the operator's
+    """The same for the backward's depthwise kernel (run through the operator's
     own-kernel branch with a stand-in binding: the tensors stay on the CPU)."""
     monkeypatch.setattr(fd, "_ext", _FakeBinding(code))
     monkeypatch.setattr(fd, "_own_depthwise", lambda h1, wd: True)
-    g3, h1, wd, bd = depthwise_args(2, 5, 10, 3)
     with pytest.raises(RuntimeError, match="fused_dwsep: " + match):
-        fd._depthwise_backward_op(g3, h1, wd, bd)
+        fd._depthwise_backward_op(*depthwise_args(2, 5, 10, 3))
 
 
 def test_binding_success_code_raises_nothing(monkeypatch):
@@ -607,34 +603,32 @@ def test_cuda_backward_matches_reference(B, C, E, L, K, tf32):
     [(2, 5, 1, 9), (1, 3, 3, 9), (2, 7, 1023, 1), (1, 4, 1024, 3), (2, 3, 1025, 5), (3, 33, 2049, 7),
      (2, 64, 4097, 9), (1, 2, 9000, 9)],
 )
-def test_cuda_depthwise_kernels_match_pytorch(B, E, L, K):
-    """The backward's own depthwise kernels against PyTorch's (the CPU branch
-    of the same operators, run on the GPU), on lengths around the 1024-position
-    tile and shorter than the filter. gelu(dwconv) and the gradient at h1 are
-    short fp32 sums (1e-5); wd's and bd's gradients sum over B * L terms in
-    another order (1e-4)."""
-    g3, h1, wd, bd = depthwise_args(B, E, L, K, device="cuda", seed=L + K)
-    assert fd._own_depthwise(h1, wd)
-    poison_allocator(3 * h1.numel(), "cuda")
-    h3 = fd._depthwise_gelu_op(h1, wd, bd)
-    gh1, gwd, gbd = fd._depthwise_backward_op(g3, h1, wd, bd)
-    ref_h2 = F.conv1d(h1, wd, bd, padding=K // 2, groups=E)
-    ref_gh1, ref_gwd, ref_gbd = fd._conv_grads(torch.ops.aten.gelu_backward(g3, ref_h2), h1, wd, E, K // 2,
-                                                [True, True, True])
+def test_cuda_depthwise_kernel_matches_pytorch(B, E, L, K):
+    """The backward's own depthwise kernel against PyTorch's kernels (the CPU
+    branch of the same operator, run on the GPU), on lengths around the
+    1024-position tile and shorter than the filter. h3 and the gradient at h1
+    are short fp32 sums (1e-5); the gradients of b1, wd and bd sum over B * L
+    terms in another order (1e-4)."""
+    args = depthwise_args(B, E, L, K, device="cuda", seed=L + K)
+    assert fd._own_depthwise(args[1], args[3])
+    poison_allocator(3 * args[0].numel(), "cuda")
+    got = fd._depthwise_backward_op(*args)
+    fd_ext, fd._ext = fd._ext, None  # the PyTorch branch
+    try:
+        expected = fd._depthwise_backward_op(*args)
+    finally:
+        fd._ext = fd_ext
     label = f"B={B} E={E} L={L} K={K}"
-    assert_matches(h3, F.gelu(ref_h2), f"depthwise_gelu {label}", 1e-5, 1e-5)
-    assert_matches(gh1, ref_gh1, f"grad h1 {label}", 1e-5, 1e-5)
-    assert_matches(gwd, ref_gwd, f"grad wd {label}")
-    assert_matches(gbd, ref_gbd, f"grad bd {label}")
+    for name, a, b, tol in zip(("h3", "grad h1", "grad b1", "grad wd", "grad bd"), got, expected,
+                               (1e-5, 1e-5, ATOL, ATOL, ATOL)):
+        assert_matches(a, b, f"{name} {label}", tol, tol)
 
 
 @requires_cuda
-def test_cuda_opcheck_depthwise_ops():
-    g3, h1, wd, bd = depthwise_args(2, 6, 1100, 9, device="cuda")
-    for op, args in ((torch.ops.fused_dwsep.depthwise_gelu.default, (h1, wd, bd)),
-                     (torch.ops.fused_dwsep.depthwise_backward.default, (g3, h1, wd, bd))):
-        result = torch.library.opcheck(op, args)
-        assert all(v == "SUCCESS" for v in result.values()), result
+def test_cuda_opcheck_depthwise_op():
+    args = depthwise_args(2, 6, 1100, 9, device="cuda")
+    result = torch.library.opcheck(torch.ops.fused_dwsep.depthwise_backward.default, args)
+    assert all(v == "SUCCESS" for v in result.values()), result
 
 
 @requires_cuda
@@ -786,11 +780,12 @@ def test_cuda_cpp_entry_checks_its_inputs():
         fused_dwsep._forward_into(y, x, w1, b1, wd, bd, w2, b2, ws, True)
         print("good call finite:", bool(torch.isfinite(y).all()))
         ext, h1 = fused_dwsep._ext, torch.randn(2, 16, 10, **cuda)
-        gh1, parts = torch.empty_like(h1), torch.empty(2 * ext.depthwise_tiles(10), 16, 4, **cuda)
-        print("dw bad partials:", ext.depthwise_backward(gh1, parts[:1], h1, h1, wd, bd))
-        print("dw bad bd:", ext.depthwise_gelu(gh1, h1, wd, bd[:3]))
-        print("dw K = 11:", ext.depthwise_gelu(gh1, h1, torch.randn(16, 11, **cuda), bd))
-        print("dw good:", ext.depthwise_backward(gh1, parts, h1, h1, wd, bd), ext.depthwise_gelu(gh1, h1, wd, bd))
+        h3, gh1, parts = torch.empty_like(h1), torch.empty_like(h1), torch.empty(2 * ext.depthwise_tiles(10), 16, 5, **cuda)
+        print("dw bad partials:", ext.depthwise_backward(h3, gh1, parts[:1], h1, h1, b1, wd, bd))
+        print("dw bad bd:", ext.depthwise_backward(h3, gh1, parts, h1, h1, b1, wd, bd[:3]))
+        print("dw K = 11:", ext.depthwise_backward(h3, gh1, torch.empty(2, 16, 13, **cuda), h1, h1, b1,
+                                                   torch.randn(16, 11, **cuda), bd))
+        print("dw good:", ext.depthwise_backward(h3, gh1, parts, h1, h1, b1, wd, bd))
         """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
@@ -804,10 +799,10 @@ def test_cuda_cpp_entry_checks_its_inputs():
     assert "even K: fused_dwsep: kernel_size must be odd" in out, out
     assert "K = 11: fused_dwsep: no fused kernel serves this shape" in out, out
     assert "good call finite: True" in out, out
-    assert "dw bad partials: 5001" in out, out  # wrong shape, argument 1
-    assert "dw bad bd: 5003" in out, out
-    assert "dw K = 11: 8000" in out, out  # no kernel: the operators take PyTorch's
-    assert "dw good: 0 0" in out, out
+    assert "dw bad partials: 5002" in out, out  # wrong shape, argument 2
+    assert "dw bad bd: 5007" in out, out
+    assert "dw K = 11: 8000" in out, out  # no kernel: the operator takes PyTorch's
+    assert "dw good: 0" in out, out
 
 
 @requires_cuda

@@ -120,80 +120,52 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
   return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
 }
 
-// The depthwise stage alone, for the backward (fused_dwsep_backward.cu).
-// Shapes: h1, h3, g3, gh1 [B, E, L]; wd [E, K]; bd [E]; partials
-// [B * depthwise_tiles(L), E, K + 1]; contiguous float32 on h1's device.
-// Error codes index the tensors in each function's argument order.
-namespace {
-
-// kOk, or the first problem with h1 (at h1_index), wd and bd (the two after it).
-int64_t check_depthwise_inputs(const at::Tensor& h1, int64_t h1_index, const at::Tensor& wd, const at::Tensor& bd) {
+// The depthwise stage of the backward (fused_dwsep_backward.cu): from h1 = W1 x
+// (without b1) and g3, the gradient at h3, writes h3, the gradient at h1 and
+// the per-tile partial sums for the gradients of wd, bd and b1.
+// Arguments: (h3, gh1, partials, g3, h1, b1, wd, bd); shapes h3, gh1, g3, h1
+// [B, E, L]; partials [B * depthwise_tiles(L), E, K + 2]; b1, bd [E]; wd
+// [E, K]; contiguous float32 on h1's device. Returns 0 or an error code whose
+// tensor index follows that order.
+int64_t fused_dwsep_depthwise_backward(const at::Tensor& h3, const at::Tensor& gh1, const at::Tensor& partials,
+                                       const at::Tensor& g3, const at::Tensor& h1, const at::Tensor& b1,
+                                       const at::Tensor& wd, const at::Tensor& bd) {
   if (!h1.defined() || !h1.is_cuda() || h1.dim() != 3 || !wd.defined() || wd.dim() != 2) {
     return error(kNotCudaOrRank, 0);
   }
-  const int64_t act_shape[] = {h1.size(0), h1.size(1), h1.size(2)}, wd_shape[] = {h1.size(1), wd.size(1)},
-                e_shape[] = {h1.size(1)};
-  const int64_t checks[] = {check_tensor(h1, h1_index, act_shape, h1), check_tensor(wd, h1_index + 1, wd_shape, h1),
-                            check_tensor(bd, h1_index + 2, e_shape, h1)};
+  const int64_t B = h1.size(0), E = h1.size(1), L = h1.size(2), K = wd.size(1);
+  const int64_t act_shape[] = {B, E, L}, partial_shape[] = {B * fused_dwsep::depthwise_tiles(L), E, K + 2},
+                wd_shape[] = {E, K}, e_shape[] = {E};
+  const int64_t checks[] = {
+      check_tensor(h3, 0, act_shape, h1), check_tensor(gh1, 1, act_shape, h1),
+      check_tensor(partials, 2, partial_shape, h1), check_tensor(g3, 3, act_shape, h1),
+      check_tensor(h1, 4, act_shape, h1), check_tensor(b1, 5, e_shape, h1),
+      check_tensor(wd, 6, wd_shape, h1), check_tensor(bd, 7, e_shape, h1),
+  };
   for (const int64_t code : checks) {
     if (code != kOk) return code;
   }
-  if (wd.size(1) % 2 != 1) return error(kEvenKernel, 0);
-  if (wd.size(1) > fused_dwsep::kDepthwiseMaxK) return error(kNoKernel, 0);
-  return kOk;
-}
+  if (K % 2 != 1) return error(kEvenKernel, 0);
+  if (K > fused_dwsep::kDepthwiseMaxK) return error(kNoKernel, 0);
+  if (h1.numel() == 0) return kOk;
 
-fused_dwsep::DepthwiseParams depthwise_params(const at::Tensor& h1, const at::Tensor& wd, const at::Tensor& bd) {
+  const c10::cuda::CUDAGuard guard(h1.device());
   fused_dwsep::DepthwiseParams p{};
   p.h1 = static_cast<const float*>(h1.data_ptr());
+  p.b1 = static_cast<const float*>(b1.data_ptr());
   p.wd = static_cast<const float*>(wd.data_ptr());
   p.bd = static_cast<const float*>(bd.data_ptr());
-  p.B = h1.size(0);
-  p.E = h1.size(1);
-  p.L = h1.size(2);
-  p.K = wd.size(1);
-  return p;
-}
-
-int64_t launch_code(cudaError_t err) { return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err)); }
-
-}  // namespace
-
-// h3 = gelu(dwconv_K(h1) + bd), written into h3. Arguments: (h3, h1, wd, bd).
-int64_t fused_dwsep_depthwise_gelu(const at::Tensor& h3, const at::Tensor& h1, const at::Tensor& wd,
-                                   const at::Tensor& bd) {
-  int64_t code = check_depthwise_inputs(h1, 1, wd, bd);
-  if (code != kOk) return code;
-  const int64_t act_shape[] = {h1.size(0), h1.size(1), h1.size(2)};
-  code = check_tensor(h3, 0, act_shape, h1);
-  if (code != kOk || h1.numel() == 0) return code;
-  const c10::cuda::CUDAGuard guard(h1.device());
-  fused_dwsep::DepthwiseParams p = depthwise_params(h1, wd, bd);
-  p.h3 = static_cast<float*>(h3.data_ptr());
-  return launch_code(fused_dwsep::launch_depthwise_gelu(p, at::cuda::getCurrentCUDAStream(h1.get_device()).stream()));
-}
-
-// The gradients at h1 (into gh1) and the per-tile partial sums for wd and bd
-// (into partials) of gelu(dwconv_K(h1) + bd), given the gradient g3 at its
-// output. Arguments: (gh1, partials, g3, h1, wd, bd).
-int64_t fused_dwsep_depthwise_backward(const at::Tensor& gh1, const at::Tensor& partials, const at::Tensor& g3,
-                                       const at::Tensor& h1, const at::Tensor& wd, const at::Tensor& bd) {
-  int64_t code = check_depthwise_inputs(h1, 3, wd, bd);
-  if (code != kOk) return code;
-  const int64_t B = h1.size(0), E = h1.size(1), L = h1.size(2), K = wd.size(1);
-  const int64_t act_shape[] = {B, E, L}, partial_shape[] = {B * fused_dwsep::depthwise_tiles(L), E, K + 1};
-  const int64_t checks[] = {check_tensor(gh1, 0, act_shape, h1), check_tensor(partials, 1, partial_shape, h1),
-                            check_tensor(g3, 2, act_shape, h1)};
-  for (const int64_t c : checks) {
-    if (c != kOk) return c;
-  }
-  if (h1.numel() == 0) return kOk;
-  const c10::cuda::CUDAGuard guard(h1.device());
-  fused_dwsep::DepthwiseParams p = depthwise_params(h1, wd, bd);
   p.g3 = static_cast<const float*>(g3.data_ptr());
+  p.h3 = static_cast<float*>(h3.data_ptr());
   p.gh1 = static_cast<float*>(gh1.data_ptr());
   p.partials = static_cast<float*>(partials.data_ptr());
-  return launch_code(fused_dwsep::launch_depthwise_backward(p, at::cuda::getCurrentCUDAStream(h1.get_device()).stream()));
+  p.B = B;
+  p.E = E;
+  p.L = L;
+  p.K = K;
+  const cudaError_t err =
+      fused_dwsep::launch_depthwise_backward(p, at::cuda::getCurrentCUDAStream(h1.get_device()).stream());
+  return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
 }
 
 // The CUDA runtime's text for a cudaError_t (a static string: no allocation).
@@ -220,10 +192,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("error_string", &fused_dwsep_error_string, "the CUDA runtime's text for an error number");
   m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
   m.def("path", &fused_dwsep_path, "which kernel serves (B, C, E, L, K) on the current device");
-  m.def("depthwise_gelu", &fused_dwsep_depthwise_gelu, "h3 = gelu(dwconv(h1) + bd); returns 0 or an error code");
   m.def("depthwise_backward", &fused_dwsep_depthwise_backward,
-        "gradients at h1 and partial sums for wd, bd; returns 0 or an error code");
-  m.def("depthwise_tiles", &fused_dwsep::depthwise_tiles, "position tiles per row in depthwise_backward's partials");
+        "the backward's depthwise stage (h3, gradient at h1, partials); returns 0 or an error code");
+  m.def("depthwise_tiles", &fused_dwsep::depthwise_tiles, "position tiles per row (depthwise_backward's partials)");
   m.def("depthwise_max_kernel_size", [] { return fused_dwsep::kDepthwiseMaxK; },
         "largest K the depthwise kernels take");
 }

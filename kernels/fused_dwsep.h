@@ -42,25 +42,25 @@ size_t workspace_floats(const Params& p, int device);
 // cudaErrorInvalidValue for sizes no kernel takes (Path::kNone).
 cudaError_t launch(const Params& p, cudaStream_t stream);
 
-// The depthwise stage alone, for the backward (fused_dwsep_backward.cu). All
-// tensors contiguous fp32 on one device; h1, h3, g3, gh1 are [B, E, L].
+// The depthwise stage of the backward (fused_dwsep_backward.cu). All tensors
+// contiguous fp32 on one device; h1, g3, h3, gh1 are [B, E, L].
 struct DepthwiseParams {
-  const float* h1;   // the pointwise expand's output
+  const float* h1;   // W1 x: the pointwise expand's output without its bias
+  const float* b1;   // [E]
   const float* wd;   // [E, K]
   const float* bd;   // [E]
-  const float* g3;   // backward: the gradient at h3 = gelu(h2)
-  float* h3;         // depthwise_gelu: gelu(dwconv_K(h1) + bd)
-  float* gh1;        // backward: the gradient at h1
-  float* partials;   // backward: [B * depthwise_tiles(L), E, K + 1], per (batch, tile)
-                     // sums of g2 * h1 for each tap (wd's gradient), then of g2 (bd's)
+  const float* g3;   // the gradient at h3
+  float* h3;         // gelu(dwconv_K(h1 + b1) + bd)
+  float* gh1;        // the gradient at h1
+  float* partials;   // [B * depthwise_tiles(L), E, K + 2]: per (batch, tile), the sums
+                     // that make the gradients of wd (K taps), bd and b1
   int64_t B, E, L, K;
 };
 
 constexpr int64_t kDepthwiseMaxK = 9;  // odd K up to this; PyTorch's kernels beyond
-// Position tiles per row (the partials' second factor).
+// Position tiles per row (the partials' first dimension is B times this).
 int64_t depthwise_tiles(int64_t L);
-// Enqueue on `stream`; cudaErrorInvalidValue for sizes they do not take.
-cudaError_t launch_depthwise_gelu(const DepthwiseParams& p, cudaStream_t stream);
+// Enqueues the kernel on `stream`; cudaErrorInvalidValue for sizes it does not take.
 cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t stream);
 
 }  // namespace fused_dwsep

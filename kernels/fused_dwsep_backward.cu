@@ -1,24 +1,26 @@
-// fused_dwsep_backward.cu: the depthwise stage on its own, for the backward.
+// fused_dwsep_backward.cu: the depthwise stage of the backward, one kernel.
 //
 // The backward saves only the block's inputs and recomputes the intermediates
 // (fused_dwsep.py, _block_backward). Its GEMMs run in cuDNN; the depthwise
 // stage runs here, because PyTorch's depthwise kernels for fp32 take ~0.8 ms
-// each at the headline shape, 6-8x their memory time (kernels/NOTES.md):
+// each at the headline shape, 6-8x their memory time (kernels/NOTES.md).
+// From h1 = W1 x (without b1) and g3, the gradient at h3:
 //
-//   depthwise_gelu:     h3 = gelu(dwconv_K(h1) + bd)                   (reads h1, writes h3)
-//   depthwise_backward: h2 = dwconv_K(h1) + bd, recomputed with its halo;
-//                       g2 = g3 * gelu'(h2)          (the gradient at h2)
-//                       gh1 = dwconv_K^T(g2)         (the gradient at h1)
-//                       per-tile sums of g2 * h1 (wd's gradient) and g2 (bd's)
-//                                                     (reads h1 and g3, writes gh1)
+//   h2  = dwconv_K(h1 + b1) + bd     recomputed over the tile and a halo
+//   h3  = gelu(h2)                   (for W2's gradient)
+//   g2  = g3 * gelu'(h2)             the gradient at h2
+//   gh1 = dwconv_K^T(g2)             the gradient at h1
+//   per-tile sums of g2 * (h1 + b1) for each tap (wd's gradient), of g2 (bd's)
+//   and of gh1 (b1's)
 //
-// All in fp32 on CUDA cores: the stage is memory-bound. Each CTA takes one
+// Two reads (h1, g3) and two writes (h3, gh1) per position: the stage is
+// memory-bound, so it runs in fp32 on CUDA cores. Each CTA takes one
 // (batch, channel) row and a tile of kTile positions, stages its inputs with
-// their halos in shared memory (zero outside [0, L): the "same" padding), and
-// each thread computes kVec neighbouring outputs from one register window of
-// whole float4s. The weight gradient is reduced per CTA and written as one
-// partial per (batch, tile); fused_dwsep.py sums them (no atomics, so the
-// result is deterministic).
+// their halos in shared memory (zero outside [0, L): the "same" padding, which
+// pads h1 + b1, not h1), and each thread computes kVec neighbouring outputs
+// from one register window of whole float4s. The weight gradients are reduced
+// per CTA into one partial per (batch, tile); fused_dwsep.py sums them (no
+// atomics, so the result is deterministic).
 
 #include "fused_dwsep.h"
 
@@ -32,7 +34,7 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 4;                     // outputs per thread, one float4
 constexpr int kTile = kThreads * kVec;      // positions per CTA
-static_assert(kDepthwiseMaxK == 9, "the switch in launch_depthwise covers K = 1, 3, ..., 9");
+static_assert(kDepthwiseMaxK == 9, "the switch in launch_depthwise_backward covers K = 1, 3, ..., 9");
 
 // A K = 2 * kHalf + 1 filter. The halo is rounded up to whole float4s so that
 // every shared-memory window starts 16-byte aligned.
@@ -54,12 +56,12 @@ __device__ __forceinline__ float gelu_grad(float v) {
   return cdf + v * kInvSqrt2Pi * expf(-0.5f * v * v);
 }
 
-// dst[i] = row[start + i] for i < n, 0 where start + i is outside [0, L).
-__device__ __forceinline__ void load_segment(float* dst, const float* row, int64_t start, int n,
+// dst[i] = row[start + i] + add for i < n, 0 where start + i is outside [0, L).
+__device__ __forceinline__ void load_segment(float* dst, const float* row, float add, int64_t start, int n,
                                              int64_t L) {
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const int64_t pos = start + i;
-    dst[i] = pos >= 0 && pos < L ? row[pos] : 0.0f;
+    dst[i] = pos >= 0 && pos < L ? row[pos] + add : 0.0f;
   }
 }
 
@@ -110,53 +112,31 @@ __device__ __forceinline__ Row this_row(int64_t tiles) {
 }
 
 template <int kHalf>
-__device__ __forceinline__ void load_taps(float (&taps)[Taps<kHalf>::kK], float& bias,
-                                          const DepthwiseParams& p, int64_t e) {
-#pragma unroll
-  for (int k = 0; k < Taps<kHalf>::kK; ++k) taps[k] = p.wd[e * Taps<kHalf>::kK + k];
-  bias = p.bd[e];
-}
-
-template <int kHalf>
-__global__ void __launch_bounds__(kThreads) depthwise_gelu_kernel(DepthwiseParams p, int64_t tiles) {
-  using T = Taps<kHalf>;
-  __shared__ __align__(16) float h1s[kTile + 2 * T::kHalo];  // positions [t0 - kHalo, t0 + kTile + kHalo)
-  __shared__ __align__(16) float out[kTile];
-  const Row r = this_row(tiles);
-  load_segment(h1s, p.h1 + r.row * p.L, r.t0 - T::kHalo, kTile + 2 * T::kHalo, p.L);
-  float taps[T::kK], bias;
-  load_taps<kHalf>(taps, bias, p, r.row % p.E);
-  __syncthreads();
-
-  float w[T::kWindow], h2[kVec];
-  load_window<kHalf>(w, h1s, threadIdx.x);
-  depthwise4<kHalf>(h2, w, taps, bias);
-  reinterpret_cast<float4*>(out)[threadIdx.x] = make_float4(gelu(h2[0]), gelu(h2[1]), gelu(h2[2]), gelu(h2[3]));
-  __syncthreads();
-  store_segment(p.h3 + r.row * p.L, out, r.t0, p.L);
-}
-
-template <int kHalf>
 __global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseParams p, int64_t tiles) {
   using T = Taps<kHalf>;
   constexpr int kH = T::kHalo, kK = T::kK;
-  // h1 at [t0 - 2 kH, t0 + kTile + 2 kH): g2 is needed kH beyond the tile,
-  // and h2 there needs h1 another kH out.
+  constexpr int kSums = kK + 2;  // per tap (wd), bd, b1: the partials' last dimension
+  // h1 (+ b1) at [t0 - 2 kH, t0 + kTile + 2 kH): g2 is needed kH beyond the
+  // tile, and h2 there needs h1 another kH out.
   __shared__ __align__(16) float h1s[kTile + 4 * kH];
   __shared__ __align__(16) float g2s[kTile + 2 * kH];  // [t0 - kH, t0 + kTile + kH): g3, then g2
-  __shared__ __align__(16) float out[kTile];
-  __shared__ float warp_sums[kWarps][kK + 1];
+  __shared__ __align__(16) float h3s[kTile];
+  __shared__ __align__(16) float gh1s[kTile];
+  __shared__ float warp_sums[kWarps][kSums];
   const Row r = this_row(tiles);
   const int64_t e = r.row % p.E, b = r.row / p.E;
-  load_segment(h1s, p.h1 + r.row * p.L, r.t0 - 2 * kH, kTile + 4 * kH, p.L);
+  load_segment(h1s, p.h1 + r.row * p.L, p.b1[e], r.t0 - 2 * kH, kTile + 4 * kH, p.L);
   // g3 is 0 outside [0, L), so g2 is too: h2 has no positions there.
-  load_segment(g2s, p.g3 + r.row * p.L, r.t0 - kH, kTile + 2 * kH, p.L);
+  load_segment(g2s, p.g3 + r.row * p.L, 0.0f, r.t0 - kH, kTile + 2 * kH, p.L);
   float taps[kK], bias;
-  load_taps<kHalf>(taps, bias, p, e);
+#pragma unroll
+  for (int k = 0; k < kK; ++k) taps[k] = p.wd[e * kK + k];
+  bias = p.bd[e];
   __syncthreads();
 
-  // g2 = g3 * gelu'(h2) over the tile and its halo, a float4 at a time. The
-  // window for g2s[kVec * v] starts at h1s[kVec * v] (kH before, as depthwise4 wants).
+  // h2 over the tile and its halo, a float4 at a time: g2 = g3 * gelu'(h2)
+  // everywhere, h3 = gelu(h2) on the tile. The window for g2s[kVec * v]
+  // starts at h1s[kVec * v] (kH before, as depthwise4 wants).
   for (int v = threadIdx.x; v < (kTile + 2 * kH) / kVec; v += kThreads) {
     float w[T::kWindow], h2[kVec];
     load_window<kHalf>(w, h1s, v);
@@ -167,6 +147,10 @@ __global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseP
     g.z *= gelu_grad(h2[2]);
     g.w *= gelu_grad(h2[3]);
     reinterpret_cast<float4*>(g2s)[v] = g;
+    const int tile_vec = v - kH / kVec;
+    if (tile_vec >= 0 && tile_vec < kTile / kVec) {
+      reinterpret_cast<float4*>(h3s)[tile_vec] = make_float4(gelu(h2[0]), gelu(h2[1]), gelu(h2[2]), gelu(h2[3]));
+    }
   }
   __syncthreads();
 
@@ -176,7 +160,8 @@ __global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseP
   load_window<kHalf>(gwin, g2s, threadIdx.x);
   load_window<kHalf>(hwin, h1s, threadIdx.x + kH / kVec);
   float gh1[kVec];
-  float partial[kK + 1] = {};  // sum of g2 * h1[m + k - kHalf] per tap k; last: sum of g2
+  float sums[kSums] = {};
+  const int64_t m0 = r.t0 + kVec * threadIdx.x;
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
     // h2[m'] used h1[m] with tap k where m' = m - k + kHalf.
@@ -184,69 +169,59 @@ __global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseP
 #pragma unroll
     for (int k = 0; k < kK; ++k) acc = fmaf(taps[k], gwin[kH + kHalf + j - k], acc);
     gh1[j] = acc;
-    const float g2 = gwin[kH + j];
+    const float g2 = gwin[kH + j];  // 0 at m >= L
 #pragma unroll
-    for (int k = 0; k < kK; ++k) partial[k] = fmaf(g2, hwin[kH - kHalf + j + k], partial[k]);
-    partial[kK] += g2;
+    for (int k = 0; k < kK; ++k) sums[k] = fmaf(g2, hwin[kH - kHalf + j + k], sums[k]);
+    sums[kK] += g2;
+    if (m0 + j < p.L) sums[kK + 1] += acc;  // gh1 itself is not 0 past L (the halo reaches back)
   }
-  reinterpret_cast<float4*>(out)[threadIdx.x] = make_float4(gh1[0], gh1[1], gh1[2], gh1[3]);
+  reinterpret_cast<float4*>(gh1s)[threadIdx.x] = make_float4(gh1[0], gh1[1], gh1[2], gh1[3]);
 
-  // CTA sum of the partials: within each warp, then across warps.
+  // CTA sums: within each warp, then across warps.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-  for (int k = 0; k <= kK; ++k) {
-    float s = partial[k];
+  for (int k = 0; k < kSums; ++k) {
+    float s = sums[k];
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
     if (lane == 0) warp_sums[warp][k] = s;
   }
   __syncthreads();
-  if (threadIdx.x <= kK) {
+  if (threadIdx.x < kSums) {
     float s = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) s += warp_sums[w][threadIdx.x];
-    p.partials[((b * tiles + r.tile) * p.E + e) * (kK + 1) + threadIdx.x] = s;
+    p.partials[((b * tiles + r.tile) * p.E + e) * kSums + threadIdx.x] = s;
   }
-  store_segment(p.gh1 + r.row * p.L, out, r.t0, p.L);
+  store_segment(p.h3 + r.row * p.L, h3s, r.t0, p.L);
+  store_segment(p.gh1 + r.row * p.L, gh1s, r.t0, p.L);
 }
 
 using KernelFn = void (*)(DepthwiseParams, int64_t);
-
-template <int kHalf>
-KernelFn kernel_for(bool backward) {
-  return backward ? depthwise_backward_kernel<kHalf> : depthwise_gelu_kernel<kHalf>;
-}
-
-cudaError_t launch(const DepthwiseParams& p, bool backward, cudaStream_t stream) {
-  if (p.B < 1 || p.E < 1 || p.L < 1 || p.K < 1 || p.K % 2 == 0 || p.K > kDepthwiseMaxK) {
-    return cudaErrorInvalidValue;
-  }
-  KernelFn kernel = nullptr;
-  switch (p.K / 2) {
-    case 0: kernel = kernel_for<0>(backward); break;
-    case 1: kernel = kernel_for<1>(backward); break;
-    case 2: kernel = kernel_for<2>(backward); break;
-    case 3: kernel = kernel_for<3>(backward); break;
-    default: kernel = kernel_for<4>(backward); break;
-  }
-  const int64_t tiles = depthwise_tiles(p.L);
-  const int64_t blocks = p.B * p.E * tiles;  // one CTA per (row, tile)
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, tiles);
-  return cudaGetLastError();
-}
 
 }  // namespace
 }  // namespace dw
 
 int64_t depthwise_tiles(int64_t L) { return (L + dw::kTile - 1) / dw::kTile; }
 
-cudaError_t launch_depthwise_gelu(const DepthwiseParams& p, cudaStream_t stream) {
-  return dw::launch(p, false, stream);
-}
-
 cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t stream) {
-  return dw::launch(p, true, stream);
+  using namespace dw;
+  if (p.B < 1 || p.E < 1 || p.L < 1 || p.K < 1 || p.K % 2 == 0 || p.K > kDepthwiseMaxK) {
+    return cudaErrorInvalidValue;
+  }
+  KernelFn kernel = nullptr;
+  switch (p.K / 2) {
+    case 0: kernel = depthwise_backward_kernel<0>; break;
+    case 1: kernel = depthwise_backward_kernel<1>; break;
+    case 2: kernel = depthwise_backward_kernel<2>; break;
+    case 3: kernel = depthwise_backward_kernel<3>; break;
+    default: kernel = depthwise_backward_kernel<4>; break;
+  }
+  const int64_t tiles = depthwise_tiles(p.L);
+  const int64_t blocks = p.B * p.E * tiles;  // one CTA per (row, tile)
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, tiles);
+  return cudaGetLastError();
 }
 
 }  // namespace fused_dwsep
