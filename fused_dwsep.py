@@ -359,14 +359,14 @@ def _depthwise_backward_op(g3, h1, b1, wd, bd):
         gh1, gwd, gbd = _conv_grads(torch.ops.aten.gelu_backward(g3, h2), h1, wd, E, K // 2, [True, True, True])
         return F.gelu(h2), gh1, gh1.sum((0, 2)), gwd, gbd
     g3, h1, b1, wd2, bd = g3.contiguous(), h1.contiguous(), b1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
-    (B, _, L), tiles = h1.shape, _ext.depthwise_tiles(h1.shape[2])
+    (B, _, L), groups = h1.shape, _ext.depthwise_groups(h1.shape[2])
     h3, gh1 = torch.empty_like(h1), torch.empty_like(h1)
-    partials = torch.empty(B * tiles, E, K + 2, dtype=h1.dtype, device=h1.device)
+    partials = torch.empty(B * groups, E, K + 2, dtype=h1.dtype, device=h1.device)
     code = _ext.depthwise_backward(h3, gh1, partials, g3, h1, b1, wd2, bd)
     tensors = dict(h3=h3, gh1=gh1, partials=partials, g3=g3, h1=h1, b1=b1, wd=wd2, bd=bd)
-    shapes = lambda: [[B, E, L]] * 2 + [[B * tiles, E, K + 2]] + [[B, E, L]] * 2 + [[E], [E, K], [E]]  # noqa: E731
+    shapes = lambda: [[B, E, L]] * 2 + [[B * groups, E, K + 2]] + [[B, E, L]] * 2 + [[E], [E, K], [E]]  # noqa: E731
     _raise_on_code(code, tensors, "h1", shapes, _DEPTHWISE_RANKS)
-    # Per (batch, tile) sums from the kernel: wd's taps, then bd, then b1.
+    # Per (batch, group of tiles) sums from the kernel: wd's taps, then bd, then b1.
     return h3, gh1, partials[..., K + 1].sum(0), partials[..., :K].sum(0).view(E, 1, K), partials[..., K].sum(0)
 
 

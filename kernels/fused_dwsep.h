@@ -52,14 +52,15 @@ struct DepthwiseParams {
   const float* g3;   // the gradient at h3
   float* h3;         // gelu(dwconv_K(h1 + b1) + bd)
   float* gh1;        // the gradient at h1
-  float* partials;   // [B * depthwise_tiles(L), E, K + 2]: per (batch, tile), the sums
-                     // that make the gradients of wd (K taps), bd and b1
+  float* partials;   // [B * depthwise_groups(L), E, K + 2]: per (batch, group of
+                     // tiles), the sums that make the gradients of wd (K taps), bd and b1
   int64_t B, E, L, K;
 };
 
 constexpr int64_t kDepthwiseMaxK = 9;  // odd K up to this; PyTorch's kernels beyond
-// Position tiles per row (the partials' first dimension is B times this).
-int64_t depthwise_tiles(int64_t L);
+// CTAs per row, each a group of position tiles (the partials' first
+// dimension is B times this).
+int64_t depthwise_groups(int64_t L);
 // Enqueues the kernel on `stream`; cudaErrorInvalidValue for sizes it does not take.
 cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t stream);
 

@@ -15,12 +15,14 @@
 //
 // Two reads (h1, g3) and two writes (h3, gh1) per position: the stage is
 // memory-bound, so it runs in fp32 on CUDA cores. Each CTA takes one
-// (batch, channel) row and a tile of kTile positions, stages its inputs with
-// their halos in shared memory (zero outside [0, L): the "same" padding, which
-// pads h1 + b1, not h1), and each thread computes kVec neighbouring outputs
-// from one register window of whole float4s. The weight gradients are reduced
-// per CTA into one partial per (batch, tile); fused_dwsep.py sums them (no
-// atomics, so the result is deterministic).
+// (batch, channel) row and walks up to kTilesPerCta tiles of kTile positions
+// along it. Per tile it stages h1 and g3 with their halos in shared memory
+// (zero outside [0, L): the "same" padding, which pads h1 + b1, not h1) while
+// the next tile's loads are in flight, and each thread computes kVec
+// neighbouring outputs from one register window of whole float4s. The
+// weight-gradient sums stay in registers across the tiles and are reduced
+// once per CTA into one partial per (batch, group of tiles); fused_dwsep.py
+// sums those (no atomics, so the result is deterministic).
 
 #include "fused_dwsep.h"
 
@@ -33,7 +35,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 4;                     // outputs per thread, one float4
-constexpr int kTile = kThreads * kVec;      // positions per CTA
+constexpr int kTile = kThreads * kVec;      // positions per tile
+// Tiles per CTA, walked in order along the row: the weight-gradient sums are
+// reduced once per CTA, and the next tile's loads are in flight while the
+// current one computes.
+constexpr int kTilesPerCta = 4;
 static_assert(kDepthwiseMaxK == 9, "the switch in launch_depthwise_backward covers K = 1, 3, ..., 9");
 
 // A K = 2 * kHalf + 1 filter. The halo is rounded up to whole float4s so that
@@ -56,19 +62,42 @@ __device__ __forceinline__ float gelu_grad(float v) {
   return cdf + v * kInvSqrt2Pi * expf(-0.5f * v * v);
 }
 
-// dst[i] = row[start + i] + add for i < n, 0 where start + i is outside [0, L).
-__device__ __forceinline__ void load_segment(float* dst, const float* row, float add, int64_t start, int n,
-                                             int64_t L) {
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    const int64_t pos = start + i;
-    dst[i] = pos >= 0 && pos < L ? row[pos] + add : 0.0f;
-  }
-}
+// A span of a row staged through registers: element i = threadIdx.x + j *
+// kThreads of [start, start + kN) is row[start + i] + add inside [0, L) and 0
+// outside (the "same" padding). load() issues the global loads; store() puts
+// them in shared memory later, so the loads can be in flight meanwhile.
+template <int kN>
+struct Staged {
+  static constexpr int kPerThread = (kN + kThreads - 1) / kThreads;
+  float v[kPerThread];
 
-// row[start + i] = src[i] for i < kTile where start + i < L.
-__device__ __forceinline__ void store_segment(float* row, const float* src, int64_t start, int64_t L) {
-  for (int i = threadIdx.x; i < kTile; i += kThreads) {
-    if (start + i < L) row[start + i] = src[i];
+  __device__ __forceinline__ void load(const float* row, float add, int64_t start, int64_t L) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      const int64_t pos = start + i;
+      v[j] = i < kN && pos >= 0 && pos < L ? __ldg(row + pos) + add : 0.0f;
+    }
+  }
+  __device__ __forceinline__ void store(float* dst) const {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      if (i < kN) dst[i] = v[j];
+    }
+  }
+};
+
+// row[m + j] = v[j] for the kVec positions from m that lie before L: one
+// 16-byte store where the row allows it.
+__device__ __forceinline__ void store4(float* row, int64_t m, int64_t L, bool aligned, float4 v) {
+  if (aligned && m + kVec <= L) {
+    __stcs(reinterpret_cast<float4*>(row + m), v);
+  } else {
+    const float e[kVec] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      if (m + j < L) __stcs(row + m + j, e[j]);
   }
 }
 
@@ -102,80 +131,94 @@ __device__ __forceinline__ void depthwise4(float (&h2)[kVec], const float (&w)[T
   }
 }
 
-struct Row {
-  int64_t row, tile, t0;  // row = b * E + e; the tile's first position
-};
-
-__device__ __forceinline__ Row this_row(int64_t tiles) {
-  const int64_t block = blockIdx.x;
-  return {block / tiles, block % tiles, (block % tiles) * kTile};
-}
-
 template <int kHalf>
-__global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseParams p, int64_t tiles) {
+__global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseParams p, int64_t tiles,
+                                                                      int64_t groups) {
   using T = Taps<kHalf>;
   constexpr int kH = T::kHalo, kK = T::kK;
   constexpr int kSums = kK + 2;  // per tap (wd), bd, b1: the partials' last dimension
-  // h1 (+ b1) at [t0 - 2 kH, t0 + kTile + 2 kH): g2 is needed kH beyond the
-  // tile, and h2 there needs h1 another kH out.
-  __shared__ __align__(16) float h1s[kTile + 4 * kH];
-  __shared__ __align__(16) float g2s[kTile + 2 * kH];  // [t0 - kH, t0 + kTile + kH): g3, then g2
-  __shared__ __align__(16) float h3s[kTile];
-  __shared__ __align__(16) float gh1s[kTile];
+  // Per tile: h1 (+ b1) at [t0 - 2 kH, t0 + kTile + 2 kH) (g2 is needed kH
+  // beyond the tile, and h2 there needs h1 another kH out), and g3 then g2 at
+  // [t0 - kH, t0 + kTile + kH).
+  constexpr int kH1Span = kTile + 4 * kH, kG2Span = kTile + 2 * kH;
+  __shared__ __align__(16) float h1s[kH1Span];
+  __shared__ __align__(16) float g2s[kG2Span];
   __shared__ float warp_sums[kWarps][kSums];
-  const Row r = this_row(tiles);
-  const int64_t e = r.row % p.E, b = r.row / p.E;
-  load_segment(h1s, p.h1 + r.row * p.L, p.b1[e], r.t0 - 2 * kH, kTile + 4 * kH, p.L);
-  // g3 is 0 outside [0, L), so g2 is too: h2 has no positions there.
-  load_segment(g2s, p.g3 + r.row * p.L, 0.0f, r.t0 - kH, kTile + 2 * kH, p.L);
-  float taps[kK], bias;
+
+  const int64_t row = blockIdx.x / groups, group = blockIdx.x % groups;  // row = b * E + e
+  const int64_t e = row % p.E, b = row / p.E, L = p.L;
+  const int64_t first_tile = group * kTilesPerCta;
+  const int64_t end_tile = first_tile + kTilesPerCta < tiles ? first_tile + kTilesPerCta : tiles;
+  const float* h1_row = p.h1 + row * L;
+  const float* g3_row = p.g3 + row * L;
+  float* h3_row = p.h3 + row * L;
+  float* gh1_row = p.gh1 + row * L;
+  const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.h3) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(p.gh1) % 16 == 0;
+  float taps[kK];
 #pragma unroll
   for (int k = 0; k < kK; ++k) taps[k] = p.wd[e * kK + k];
-  bias = p.bd[e];
-  __syncthreads();
+  const float bias = p.bd[e], b1 = p.b1[e];
 
-  // h2 over the tile and its halo, a float4 at a time: g2 = g3 * gelu'(h2)
-  // everywhere, h3 = gelu(h2) on the tile. The window for g2s[kVec * v]
-  // starts at h1s[kVec * v] (kH before, as depthwise4 wants).
-  for (int v = threadIdx.x; v < (kTile + 2 * kH) / kVec; v += kThreads) {
-    float w[T::kWindow], h2[kVec];
-    load_window<kHalf>(w, h1s, v);
-    depthwise4<kHalf>(h2, w, taps, bias);
-    float4 g = reinterpret_cast<float4*>(g2s)[v];
-    g.x *= gelu_grad(h2[0]);
-    g.y *= gelu_grad(h2[1]);
-    g.z *= gelu_grad(h2[2]);
-    g.w *= gelu_grad(h2[3]);
-    reinterpret_cast<float4*>(g2s)[v] = g;
-    const int tile_vec = v - kH / kVec;
-    if (tile_vec >= 0 && tile_vec < kTile / kVec) {
-      reinterpret_cast<float4*>(h3s)[tile_vec] = make_float4(gelu(h2[0]), gelu(h2[1]), gelu(h2[2]), gelu(h2[3]));
-    }
-  }
-  __syncthreads();
-
-  // This thread's positions m = t0 + kVec * tid + j. gwin starts kH before m
-  // in g2s, hwin kH before m in h1s.
-  float gwin[T::kWindow], hwin[T::kWindow];
-  load_window<kHalf>(gwin, g2s, threadIdx.x);
-  load_window<kHalf>(hwin, h1s, threadIdx.x + kH / kVec);
-  float gh1[kVec];
+  Staged<kH1Span> h1_next;
+  Staged<kG2Span> g3_next;  // g3 is 0 outside [0, L), so g2 is too: h2 has no positions there
+  h1_next.load(h1_row, b1, first_tile * kTile - 2 * kH, L);
+  g3_next.load(g3_row, 0.0f, first_tile * kTile - kH, L);
   float sums[kSums] = {};
-  const int64_t m0 = r.t0 + kVec * threadIdx.x;
+  for (int64_t tile = first_tile; tile < end_tile; ++tile) {
+    const int64_t t0 = tile * kTile;
+    __syncthreads();  // the previous tile's reads of h1s and g2s are done
+    h1_next.store(h1s);
+    g3_next.store(g2s);
+    __syncthreads();
+    if (tile + 1 < end_tile) {
+      h1_next.load(h1_row, b1, t0 + kTile - 2 * kH, L);
+      g3_next.load(g3_row, 0.0f, t0 + kTile - kH, L);
+    }
+
+    // h2 over the tile and its halo, a float4 at a time: g2 = g3 * gelu'(h2)
+    // everywhere, h3 = gelu(h2) written out on the tile. The window for
+    // g2s[kVec * v] starts at h1s[kVec * v] (kH before, as depthwise4 wants).
+    for (int v = threadIdx.x; v < kG2Span / kVec; v += kThreads) {
+      float w[T::kWindow], h2[kVec];
+      load_window<kHalf>(w, h1s, v);
+      depthwise4<kHalf>(h2, w, taps, bias);
+      float4 g = reinterpret_cast<float4*>(g2s)[v];
+      g.x *= gelu_grad(h2[0]);
+      g.y *= gelu_grad(h2[1]);
+      g.z *= gelu_grad(h2[2]);
+      g.w *= gelu_grad(h2[3]);
+      reinterpret_cast<float4*>(g2s)[v] = g;
+      const int tile_vec = v - kH / kVec;
+      if (tile_vec >= 0 && tile_vec < kTile / kVec) {
+        store4(h3_row, t0 + kVec * tile_vec, L, aligned,
+               make_float4(gelu(h2[0]), gelu(h2[1]), gelu(h2[2]), gelu(h2[3])));
+      }
+    }
+    __syncthreads();
+
+    // This thread's positions m = m0 + j. gwin starts kH before m0 in g2s,
+    // hwin kH before m0 in h1s.
+    float gwin[T::kWindow], hwin[T::kWindow];
+    load_window<kHalf>(gwin, g2s, threadIdx.x);
+    load_window<kHalf>(hwin, h1s, threadIdx.x + kH / kVec);
+    const int64_t m0 = t0 + kVec * threadIdx.x;
+    float gh1[kVec];
 #pragma unroll
-  for (int j = 0; j < kVec; ++j) {
-    // h2[m'] used h1[m] with tap k where m' = m - k + kHalf.
-    float acc = 0.0f;
+    for (int j = 0; j < kVec; ++j) {
+      // h2[m'] used h1[m] with tap k where m' = m - k + kHalf.
+      float acc = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kK; ++k) acc = fmaf(taps[k], gwin[kH + kHalf + j - k], acc);
-    gh1[j] = acc;
-    const float g2 = gwin[kH + j];  // 0 at m >= L
+      for (int k = 0; k < kK; ++k) acc = fmaf(taps[k], gwin[kH + kHalf + j - k], acc);
+      gh1[j] = acc;
+      const float g2 = gwin[kH + j];  // 0 at m >= L
 #pragma unroll
-    for (int k = 0; k < kK; ++k) sums[k] = fmaf(g2, hwin[kH - kHalf + j + k], sums[k]);
-    sums[kK] += g2;
-    if (m0 + j < p.L) sums[kK + 1] += acc;  // gh1 itself is not 0 past L (the halo reaches back)
+      for (int k = 0; k < kK; ++k) sums[k] = fmaf(g2, hwin[kH - kHalf + j + k], sums[k]);
+      sums[kK] += g2;
+      if (m0 + j < L) sums[kK + 1] += acc;  // gh1 itself is not 0 past L (the halo reaches back)
+    }
+    store4(gh1_row, m0, L, aligned, make_float4(gh1[0], gh1[1], gh1[2], gh1[3]));
   }
-  reinterpret_cast<float4*>(gh1s)[threadIdx.x] = make_float4(gh1[0], gh1[1], gh1[2], gh1[3]);
 
   // CTA sums: within each warp, then across warps.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -191,18 +234,19 @@ __global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseP
     float s = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) s += warp_sums[w][threadIdx.x];
-    p.partials[((b * tiles + r.tile) * p.E + e) * kSums + threadIdx.x] = s;
+    p.partials[((b * groups + group) * p.E + e) * kSums + threadIdx.x] = s;
   }
-  store_segment(p.h3 + r.row * p.L, h3s, r.t0, p.L);
-  store_segment(p.gh1 + r.row * p.L, gh1s, r.t0, p.L);
 }
 
-using KernelFn = void (*)(DepthwiseParams, int64_t);
+using KernelFn = void (*)(DepthwiseParams, int64_t, int64_t);
 
 }  // namespace
 }  // namespace dw
 
-int64_t depthwise_tiles(int64_t L) { return (L + dw::kTile - 1) / dw::kTile; }
+int64_t depthwise_groups(int64_t L) {
+  const int64_t tiles = (L + dw::kTile - 1) / dw::kTile;
+  return (tiles + dw::kTilesPerCta - 1) / dw::kTilesPerCta;
+}
 
 cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t stream) {
   using namespace dw;
@@ -217,10 +261,10 @@ cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t str
     case 3: kernel = depthwise_backward_kernel<3>; break;
     default: kernel = depthwise_backward_kernel<4>; break;
   }
-  const int64_t tiles = depthwise_tiles(p.L);
-  const int64_t blocks = p.B * p.E * tiles;  // one CTA per (row, tile)
+  const int64_t tiles = (p.L + kTile - 1) / kTile, groups = depthwise_groups(p.L);
+  const int64_t blocks = p.B * p.E * groups;  // one CTA per (row, group of tiles)
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, tiles);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, tiles, groups);
   return cudaGetLastError();
 }
 

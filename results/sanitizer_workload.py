@@ -1,5 +1,7 @@
 """A small workload for compute-sanitizer: small and ragged shapes, both TF32
-settings (so the wgmma kernel, every mma.sync tiling and the packing kernel run).
+settings (so the wgmma kernel, every mma.sync tiling and the packing kernel
+run), and a forward + backward on each (the backward's depthwise kernel, for
+K = 1 to 9, single and several tiles per row).
 
     compute-sanitizer --tool memcheck  python results/sanitizer_workload.py
     compute-sanitizer --tool racecheck python results/sanitizer_workload.py
@@ -19,6 +21,8 @@ SHAPES = [
     (1, 300, 72, 67, 7),  # 256 < C <= 384
     (1, 400, 40, 33, 3),  # 384 < C <= 512
     (1, 16, 32, 132 * 128 - 3, 9),  # enough positions for the 128-position tiles (and wgmma)
+    (2, 8, 16, 1, 1),
+    (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
 for B, C, E, L, K in SHAPES:
     for tf32 in (True, False):
@@ -28,5 +32,7 @@ for B, C, E, L, K in SHAPES:
         x = torch.randn(B, C, L, device="cuda")
         with torch.no_grad():
             model(x)
+        x.requires_grad_()
+        model(x).backward(torch.randn_like(x))
         torch.cuda.synchronize()
 print("sanitizer workload done")
