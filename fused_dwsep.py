@@ -359,7 +359,7 @@ def _depthwise_backward_op(g3, h1, b1, wd, bd):
         gh1, gwd, gbd = _conv_grads(torch.ops.aten.gelu_backward(g3, h2), h1, wd, E, K // 2, [True, True, True])
         return F.gelu(h2), gh1, gh1.sum((0, 2)), gwd, gbd
     g3, h1, b1, wd2, bd = g3.contiguous(), h1.contiguous(), b1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
-    (B, _, L), groups = h1.shape, _ext.depthwise_groups(h1.shape[2], K)
+    (B, _, L), groups = h1.shape, _ext.depthwise_groups(h1.shape[2])
     h3, gh1 = torch.empty_like(h1), torch.empty_like(h1)
     partials = torch.empty(B * groups, E, K + 2, dtype=h1.dtype, device=h1.device)
     code = _ext.depthwise_backward(h3, gh1, partials, g3, h1, b1, wd2, bd)

@@ -124,7 +124,7 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
 // (without b1) and g3, the gradient at h3, writes h3, the gradient at h1 and
 // the per-tile partial sums for the gradients of wd, bd and b1.
 // Arguments: (h3, gh1, partials, g3, h1, b1, wd, bd); shapes h3, gh1, g3, h1
-// [B, E, L]; partials [B * depthwise_groups(L, K), E, K + 2]; b1, bd [E]; wd
+// [B, E, L]; partials [B * depthwise_groups(L), E, K + 2]; b1, bd [E]; wd
 // [E, K]; contiguous float32 on h1's device. Returns 0 or an error code whose
 // tensor index follows that order.
 int64_t fused_dwsep_depthwise_backward(const at::Tensor& h3, const at::Tensor& gh1, const at::Tensor& partials,
@@ -134,7 +134,7 @@ int64_t fused_dwsep_depthwise_backward(const at::Tensor& h3, const at::Tensor& g
     return error(kNotCudaOrRank, 0);
   }
   const int64_t B = h1.size(0), E = h1.size(1), L = h1.size(2), K = wd.size(1);
-  const int64_t act_shape[] = {B, E, L}, partial_shape[] = {B * fused_dwsep::depthwise_groups(L, K), E, K + 2},
+  const int64_t act_shape[] = {B, E, L}, partial_shape[] = {B * fused_dwsep::depthwise_groups(L), E, K + 2},
                 wd_shape[] = {E, K}, e_shape[] = {E};
   const int64_t checks[] = {
       check_tensor(h3, 0, act_shape, h1), check_tensor(gh1, 1, act_shape, h1),

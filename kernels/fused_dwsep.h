@@ -52,7 +52,7 @@ struct DepthwiseParams {
   const float* g3;   // the gradient at h3
   float* h3;         // gelu(dwconv_K(h1 + b1) + bd)
   float* gh1;        // the gradient at h1
-  float* partials;   // [B * depthwise_groups(L, K), E, K + 2]: per (batch, group of
+  float* partials;   // [B * depthwise_groups(L), E, K + 2]: per (batch, group of
                      // tiles), the sums that make the gradients of wd (K taps), bd and b1
   int64_t B, E, L, K;
 };
@@ -60,7 +60,7 @@ struct DepthwiseParams {
 constexpr int64_t kDepthwiseMaxK = 9;  // odd K up to this; PyTorch's kernels beyond
 // CTAs per row, each a group of position tiles (the partials' first
 // dimension is B times this).
-int64_t depthwise_groups(int64_t L, int64_t K);
+int64_t depthwise_groups(int64_t L);
 // Enqueues the kernel on `stream`; cudaErrorInvalidValue for sizes it does not take.
 cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t stream);
 

@@ -15,8 +15,8 @@
 //
 // Two reads (h1, g3) and two writes (h3, gh1) per position: the stage is
 // memory-bound, so it runs in fp32 on CUDA cores. Each CTA takes one
-// (batch, channel) row and walks up to kTilesPerCta tiles of about 1024
-// positions along it. Per tile it stages h1 and g3 with their halos in shared memory
+// (batch, channel) row and walks up to kTilesPerCta tiles of kTile positions
+// along it. Per tile it stages h1 and g3 with their halos in shared memory
 // (zero outside [0, L): the "same" padding, which pads h1 + b1, not h1) while
 // the next tile's loads are in flight, and each thread computes kVec
 // neighbouring outputs from one register window of whole float4s. The
@@ -35,14 +35,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 4;                     // outputs per thread, one float4
-constexpr int kSpan = kThreads * kVec;      // g2 positions per tile, halo included: one float4 per thread
+constexpr int kTile = kThreads * kVec;      // positions per tile
 // Tiles per CTA, walked in order along the row: the weight-gradient sums are
 // reduced once per CTA, and the next tile's loads are in flight while the
 // current one computes.
 constexpr int kTilesPerCta = 4;
-// At most 64 registers, so that 4 CTAs (32 warps) share an SM: the loads of
-// one CTA overlap the GELU math of the others.
-constexpr int kMinCtasPerSm = 4;
 static_assert(kDepthwiseMaxK == 9, "the switch in launch_depthwise_backward covers K = 1, 3, ..., 9");
 
 // A K = 2 * kHalf + 1 filter. The halo is rounded up to whole float4s so that
@@ -52,16 +49,7 @@ struct Taps {
   static constexpr int kK = 2 * kHalf + 1;
   static constexpr int kHalo = (kHalf + kVec - 1) / kVec * kVec;
   static constexpr int kWindow = kVec + 2 * kHalo;  // floats that cover kVec outputs and their taps
-  // Positions per tile: g2 is needed kHalo beyond the tile on each side, and
-  // the tile plus that halo is exactly one float4 per thread (an uneven split
-  // left two threads a second GELU round that the whole CTA waited for).
-  static constexpr int kTile = kSpan - 2 * kHalo;
 };
-
-// Position tiles per row for a K-tap filter.
-__host__ __device__ constexpr int tile_for(int64_t K) {
-  return kSpan - 2 * ((static_cast<int>(K / 2) + kVec - 1) / kVec * kVec);
-}
 
 __device__ __forceinline__ float gelu(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
@@ -144,17 +132,15 @@ __device__ __forceinline__ void depthwise4(float (&h2)[kVec], const float (&w)[T
 }
 
 template <int kHalf>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm) depthwise_backward_kernel(DepthwiseParams p, int64_t tiles,
+__global__ void __launch_bounds__(kThreads) depthwise_backward_kernel(DepthwiseParams p, int64_t tiles,
                                                                       int64_t groups) {
   using T = Taps<kHalf>;
-  constexpr int kH = T::kHalo, kK = T::kK, kTile = T::kTile;
+  constexpr int kH = T::kHalo, kK = T::kK;
   constexpr int kSums = kK + 2;  // per tap (wd), bd, b1: the partials' last dimension
-  static_assert(tile_for(kK) == kTile && kTile % kVec == 0, "tiles start 16-byte aligned");
   // Per tile: h1 (+ b1) at [t0 - 2 kH, t0 + kTile + 2 kH) (g2 is needed kH
   // beyond the tile, and h2 there needs h1 another kH out), and g3 then g2 at
   // [t0 - kH, t0 + kTile + kH).
   constexpr int kH1Span = kTile + 4 * kH, kG2Span = kTile + 2 * kH;
-  static_assert(kG2Span == kSpan, "one g2 float4 per thread");
   __shared__ __align__(16) float h1s[kH1Span];
   __shared__ __align__(16) float g2s[kG2Span];
   __shared__ float warp_sums[kWarps][kSums];
@@ -190,11 +176,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) depthwise_backward_ke
       g3_next.load(g3_row, 0.0f, t0 + kTile - kH, L);
     }
 
-    // h2 over the tile and its halo, a float4 per thread: g2 = g3 * gelu'(h2)
+    // h2 over the tile and its halo, a float4 at a time: g2 = g3 * gelu'(h2)
     // everywhere, h3 = gelu(h2) written out on the tile. The window for
     // g2s[kVec * v] starts at h1s[kVec * v] (kH before, as depthwise4 wants).
-    {
-      const int v = threadIdx.x;
+    for (int v = threadIdx.x; v < kG2Span / kVec; v += kThreads) {
       float w[T::kWindow], h2[kVec];
       load_window<kHalf>(w, h1s, v);
       depthwise4<kHalf>(h2, w, taps, bias);
@@ -212,29 +197,27 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) depthwise_backward_ke
     }
     __syncthreads();
 
-    // This thread's positions m = m0 + j (threads past the tile have none).
-    // gwin starts kH before m0 in g2s, hwin kH before m0 in h1s.
-    if (threadIdx.x < kTile / kVec) {
-      float gwin[T::kWindow], hwin[T::kWindow];
-      load_window<kHalf>(gwin, g2s, threadIdx.x);
-      load_window<kHalf>(hwin, h1s, threadIdx.x + kH / kVec);
-      const int64_t m0 = t0 + kVec * threadIdx.x;
-      float gh1[kVec];
+    // This thread's positions m = m0 + j. gwin starts kH before m0 in g2s,
+    // hwin kH before m0 in h1s.
+    float gwin[T::kWindow], hwin[T::kWindow];
+    load_window<kHalf>(gwin, g2s, threadIdx.x);
+    load_window<kHalf>(hwin, h1s, threadIdx.x + kH / kVec);
+    const int64_t m0 = t0 + kVec * threadIdx.x;
+    float gh1[kVec];
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        // h2[m'] used h1[m] with tap k where m' = m - k + kHalf.
-        float acc = 0.0f;
+    for (int j = 0; j < kVec; ++j) {
+      // h2[m'] used h1[m] with tap k where m' = m - k + kHalf.
+      float acc = 0.0f;
 #pragma unroll
-        for (int k = 0; k < kK; ++k) acc = fmaf(taps[k], gwin[kH + kHalf + j - k], acc);
-        gh1[j] = acc;
-        const float g2 = gwin[kH + j];  // 0 at m >= L
+      for (int k = 0; k < kK; ++k) acc = fmaf(taps[k], gwin[kH + kHalf + j - k], acc);
+      gh1[j] = acc;
+      const float g2 = gwin[kH + j];  // 0 at m >= L
 #pragma unroll
-        for (int k = 0; k < kK; ++k) sums[k] = fmaf(g2, hwin[kH - kHalf + j + k], sums[k]);
-        sums[kK] += g2;
-        if (m0 + j < L) sums[kK + 1] += acc;  // gh1 itself is not 0 past L (the halo reaches back)
-      }
-      store4(gh1_row, m0, L, aligned, make_float4(gh1[0], gh1[1], gh1[2], gh1[3]));
+      for (int k = 0; k < kK; ++k) sums[k] = fmaf(g2, hwin[kH - kHalf + j + k], sums[k]);
+      sums[kK] += g2;
+      if (m0 + j < L) sums[kK + 1] += acc;  // gh1 itself is not 0 past L (the halo reaches back)
     }
+    store4(gh1_row, m0, L, aligned, make_float4(gh1[0], gh1[1], gh1[2], gh1[3]));
   }
 
   // CTA sums: within each warp, then across warps.
@@ -260,8 +243,8 @@ using KernelFn = void (*)(DepthwiseParams, int64_t, int64_t);
 }  // namespace
 }  // namespace dw
 
-int64_t depthwise_groups(int64_t L, int64_t K) {
-  const int64_t tiles = (L + dw::tile_for(K) - 1) / dw::tile_for(K);
+int64_t depthwise_groups(int64_t L) {
+  const int64_t tiles = (L + dw::kTile - 1) / dw::kTile;
   return (tiles + dw::kTilesPerCta - 1) / dw::kTilesPerCta;
 }
 
@@ -278,7 +261,7 @@ cudaError_t launch_depthwise_backward(const DepthwiseParams& p, cudaStream_t str
     case 3: kernel = depthwise_backward_kernel<3>; break;
     default: kernel = depthwise_backward_kernel<4>; break;
   }
-  const int64_t tiles = (p.L + tile_for(p.K) - 1) / tile_for(p.K), groups = depthwise_groups(p.L, p.K);
+  const int64_t tiles = (p.L + kTile - 1) / kTile, groups = depthwise_groups(p.L);
   const int64_t blocks = p.B * p.E * groups;  // one CTA per (row, group of tiles)
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
   kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, tiles, groups);
