@@ -175,7 +175,8 @@ static_assert(kDwWindow % kVec == 0, "windows are whole 16-byte loads");
 // Packed depthwise record per channel: kMaxK taps, bd, padding to 16 bytes.
 constexpr int kTapBias = kMaxK;
 constexpr int kTapRecord = 12;
-static_assert(kTapBias < kTapRecord && kTapRecord % kVec == 0, "record holds taps and bias");
+static_assert(kTapBias == kMaxK && kTapBias < kTapRecord && kTapRecord % kVec == 0,
+              "record holds the taps, then bias");
 
 // The tilings of the tensor-core kernel. The whole x tile (every input
 // channel, T positions plus the halo) lives in shared memory for GEMM1, so
@@ -377,21 +378,42 @@ __device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[S::kG1NT
   }
 }
 
-// Depthwise + bd + GELU for h1 row `row` of the chunk, columns col..col+3:
-// h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps centred, zeros around
-// them), read as three 16-byte windows.
-template <class S>
-__device__ __forceinline__ float4 depthwise_row(const float* hs, const float4* taps, int e, int row,
-                                                int col) {
-  float tap[kTapRecord];
+// The depthwise records (kTapRecord floats: taps, bd) of one warp's
+// kDwRowsPerWarp rows of a chunk, spread over its lanes: lane l holds floats
+// kTapsPerLane * l onwards. Loaded once GEMM1 is done, so that their L2
+// latency hides behind the h1 store and its barriers; each row then takes
+// its record by shuffles.
+// (Loading the record per row stalled the depthwise on it: 9% of the wgmma
+// kernel's stall samples, ncu on the H200.)
+constexpr int kTapsPerLane = kDwRowsPerWarp * kTapRecord / kWarpSize;
+static_assert(kTapsPerLane * kWarpSize == kDwRowsPerWarp * kTapRecord && kTapRecord % kTapsPerLane == 0,
+              "records spread evenly over the lanes");
+struct WarpTaps {
+  float v[kTapsPerLane];
+  // taps: the packed records (PackedLayout::taps()).
+  __device__ __forceinline__ void load(const float* taps, int ch, int warp, int lane) {
+    const float* src = taps + (static_cast<int64_t>(ch) * kEChunk + warp * kDwRowsPerWarp) * kTapRecord +
+                       lane * kTapsPerLane;
 #pragma unroll
-  for (int v = 0; v < kTapRecord / kVec; ++v) {
-    const float4 t4 = __ldg(taps + e * (kTapRecord / kVec) + v);
-    tap[v * kVec + 0] = t4.x;
-    tap[v * kVec + 1] = t4.y;
-    tap[v * kVec + 2] = t4.z;
-    tap[v * kVec + 3] = t4.w;
+    for (int j = 0; j < kTapsPerLane; ++j) v[j] = __ldg(src + j);
   }
+  // Float i of the record of the warp's row local_row (i a compile-time
+  // constant once unrolled; every lane of the warp must call it).
+  __device__ __forceinline__ float get(int local_row, int i) const {
+    return __shfl_sync(0xffffffffu, v[i % kTapsPerLane],
+                       local_row * (kTapRecord / kTapsPerLane) + i / kTapsPerLane);
+  }
+};
+
+// Depthwise + bd + GELU for h1 row `row` of the chunk (the warp's row
+// local_row), columns col..col+3: h3[t] = bd + sum_m tap[m] * h1[t + m],
+// m < kMaxK (taps centred, zeros around them), read as three 16-byte windows.
+template <class S>
+__device__ __forceinline__ float4 depthwise_row(const float* hs, const WarpTaps& taps, int local_row, int row,
+                                                int col) {
+  float tap[kMaxK + 1];
+#pragma unroll
+  for (int m = 0; m <= kTapBias; ++m) tap[m] = taps.get(local_row, m);
   const float* hrow = hs + row * S::kHStride + col;
   float win[kDwWindow];
 #pragma unroll
@@ -423,6 +445,32 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
   constexpr int kPieces = S::kTileT / kVec;
   const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+  if (aligned && t0 + S::kTileT <= L) {
+    // Whole tile inside the row: kBatch 16-byte loads of x in flight before
+    // their adds (one at a time, each load's latency stalled the loop: 5% of
+    // the wgmma kernel's stall samples, ncu on the H200).
+    constexpr int kBatch = 4;
+    for (int i0 = threadIdx.x; i0 < C * kPieces; i0 += kBatch * kThreads) {
+      float4 xv[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i < C * kPieces)
+          xv[u] = __ldg(reinterpret_cast<const float4*>(xb + (i / kPieces) * L + t0 + (i % kPieces) * kVec));
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i < C * kPieces) {
+          const int c = i / kPieces, j = (i % kPieces) * kVec;
+          const float4 a = *reinterpret_cast<const float4*>(ys + c * S::kXStride + j);
+          __stcs(reinterpret_cast<float4*>(yb + c * L + t0 + j),
+                 make_float4(a.x + xv[u].x, a.y + xv[u].y, a.z + xv[u].z, a.w + xv[u].w));
+        }
+      }
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < C * kPieces; i += kThreads) {
     const int c = i / kPieces, j = (i % kPieces) * kVec;
     const int64_t t = t0 + j;
@@ -522,7 +570,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const bool g2_active = g2_row0 < C;  // warps past C have no output rows
   const int nchunks = static_cast<int>(lay.E64 / kEChunk);
 
+  const float* taps = p.workspace + lay.taps();
   for (int ch = 0; ch < nchunks; ++ch) {
+    WarpTaps warp_taps;  // the depthwise's taps, loaded after GEMM1 (its registers are full)
     // ---- GEMM1: h1[64 x kNX] = W1[chunk] x xs -----------------------------
     {
       const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
@@ -581,6 +631,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
                            BElem<kSplit>(cur.b1[nt]));
         cur = next;
       }
+      warp_taps.load(taps, ch, warp, lane);  // in flight through store_h1 and the barriers
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
       store_h1<S>(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
     }
@@ -608,13 +659,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     // A warp owns whole rows, so reading a row then writing it back needs only
     // the warp to agree: the lane at column col writes col..col+3, which the
     // lanes at col-8..col of the same row read.
-    const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
     const int dw_col = (lane % S::kDwLanesPerRow) * kVec;
-    const int dw_row0 = warp * kDwRowsPerWarp + lane / S::kDwLanesPerRow;
+    const int dw_local0 = lane / S::kDwLanesPerRow;  // this lane's first row within the warp's rows
 #pragma unroll(kSplit ? 1 : 2)  // two passes in flight; split mode has no registers to spare
     for (int rr = 0; rr < kDwRowsPerWarp; rr += S::kDwRowsPerPass) {
-      const int row = dw_row0 + rr;
-      float4 h3 = depthwise_row<S>(hs, taps, ch * kEChunk + row, row, dw_col);
+      const int row = warp * kDwRowsPerWarp + dw_local0 + rr;
+      float4 h3 = depthwise_row<S>(hs, warp_taps, dw_local0 + rr, row, dw_col);
       if constexpr (!kSplit)
         h3 = make_float4(tf32_round(h3.x), tf32_round(h3.y), tf32_round(h3.z), tf32_round(h3.w));
       __syncwarp();
@@ -848,7 +898,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
   const float4* w1p = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi()) + lane;
   const float4* w2p = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi()) + lane;
-  const float4* taps = reinterpret_cast<const float4*>(p.workspace + lay.taps());
+  const float* taps = p.workspace + lay.taps();
   const float* xb = p.x + b * p.C * L;
 
   // ---- stage x^T, TF32-rounded ---------------------------------------------
@@ -891,6 +941,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   constexpr int kS1 = S::g1_stages(false), kS2 = S::g2_stages(false);
 
   for (int ch = 0; ch < nchunks; ++ch) {
+    WarpTaps warp_taps;  // the depthwise's taps, loaded after GEMM1 (its registers are full)
     // ---- GEMM1: h1[64 x 72] = W1[chunk] x x^T[my 72 columns] ---------------
     {
       // k-step ks of this warp's m16 tile of W1 (fetched in order, so a running pointer)
@@ -930,6 +981,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       wgmma_wait<0>();
       fence_operands(acc1);
       cp_async_wait<0>();
+      warp_taps.load(taps, ch, warp, lane);  // in flight through store_h1 and the barriers
       __syncthreads();  // both warpgroups are done with the previous chunk's h3^T in hs
       store_h1<S>(hs, reinterpret_cast<const float(&)[kG1NTilesPerWarp][4]>(acc1), p, ch, wq, g1_nt0,
                g1_skip, xcol0, lane);
@@ -962,7 +1014,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll 2
     for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
       const int row = warp * kDwRowsPerWarp + rr;
-      const float4 v = depthwise_row<S>(hs, taps, ch * kEChunk + row, row, lane * kDwColsPerLane);
+      const float4 v = depthwise_row<S>(hs, warp_taps, rr, row, lane * kDwColsPerLane);
       __syncwarp();
       *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) =
           make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
