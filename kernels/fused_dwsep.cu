@@ -902,53 +902,21 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const float* xb = p.x + b * p.C * L;
 
   // ---- stage x^T, TF32-rounded ---------------------------------------------
-  const bool interior = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && C == c8 &&
-                        xcol0 >= 0 && xcol0 + kNX <= L;
-  if (interior) {
-    // The whole tile and halo inside the row: 16-byte loads of 4 positions of
-    // a channel, kBatch in flight per thread, rounded in registers and stored
-    // transposed (4-byte stores, 4-way bank conflicts: lanes take 4 channels
-    // x 8 position groups). The cp.async path below spends ~10 integer
-    // instructions per element: 11% of the kernel's stall samples (ncu, H200).
-    constexpr int kGroups = kNX / kVec;  // float4 groups per channel row
-    constexpr int kBatch = 8;
-    const int items = c8 * kGroups;
-    for (int i0 = threadIdx.x; i0 < items; i0 += kBatch * kThreads) {
-      float4 v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * kThreads;
-        const int c = (i / kVec / kGroups) * kVec + i % kVec, grp = (i / kVec) % kGroups;
-        if (i < items) v[u] = __ldg(reinterpret_cast<const float4*>(xb + c * L + xcol0 + grp * kVec));
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * kThreads;
-        const int c = (i / kVec / kGroups) * kVec + i % kVec, n = ((i / kVec) % kGroups) * kVec;
-        if (i < items) {
-          xt[core_offset(n + 0, c, kCMax)] = tf32_round(v[u].x);
-          xt[core_offset(n + 1, c, kCMax)] = tf32_round(v[u].y);
-          xt[core_offset(n + 2, c, kCMax)] = tf32_round(v[u].z);
-          xt[core_offset(n + 3, c, kCMax)] = tf32_round(v[u].w);
-        }
-      }
+  // 4-byte cp.async straight into the transposed layout (lanes along
+  // positions: coalesced reads), zeros outside [0, L) and past C; then one
+  // rounding pass. Synchronous loads here left the SM idle for ~40% of the
+  // kernel (ncu), the copies in flight being too few.
+  for (int c = warp; c < c8; c += kWarps) {
+    for (int n = lane; n < kNX; n += kWarpSize) {
+      const int64_t pos = xcol0 + n;
+      const bool inside = c < C && pos >= 0 && pos < L;
+      cp_async_4_zfill(xt + core_offset(n, c, kCMax), inside ? xb + c * L + pos : xb, inside);
     }
-  } else {
-    // Row edges, unaligned rows, C not a multiple of 8: 4-byte cp.async
-    // straight into the transposed layout (lanes along positions: coalesced
-    // reads), zeros outside [0, L) and past C; then one rounding pass.
-    // Synchronous loads here left the SM idle for ~40% of the kernel (ncu),
-    // the copies in flight being too few.
-    for (int c = warp; c < c8; c += kWarps) {
-      for (int n = lane; n < kNX; n += kWarpSize) {
-        const int64_t pos = xcol0 + n;
-        const bool inside = c < C && pos >= 0 && pos < L;
-        cp_async_4_zfill(xt + core_offset(n, c, kCMax), inside ? xb + c * L + pos : xb, inside);
-      }
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  {
     const int vectors = kNX * c8 / kVec;  // core rows: 4 channels of one position
     for (int i = threadIdx.x; i < vectors; i += kThreads) {
       const int n = i % kNX, c = (i / kNX) * kCoreK;
