@@ -447,7 +447,7 @@ RAGGED = [
     (2, 264, 100, 257, 5),
     (33, 64, 128, 4097, 9),  # enough positions for the 128-position tiles (wgmma in TF32 mode)
     (20, 100, 264, 8191, 5),
-    (40, 96, 160, 2048, 7),  # 128-position tiles inside 16-byte-aligned rows (wgmma's fast x staging)
+    (40, 96, 160, 2048, 7),  # wgmma for C < 256 on 16-byte-aligned rows
     (2, 257, 72, 65, 9),
     (2, 384, 200, 130, 7),
     (1, 512, 64, 63, 1),

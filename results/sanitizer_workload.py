@@ -21,7 +21,7 @@ SHAPES = [
     (1, 300, 72, 67, 7),  # 256 < C <= 384
     (1, 400, 40, 33, 3),  # 384 < C <= 512
     (1, 16, 32, 132 * 128 - 3, 9),  # enough positions for the 128-position tiles (and wgmma)
-    (2, 64, 64, 8192, 9),  # aligned rows: the wgmma kernel's fast x staging inside the row
+    (2, 64, 64, 8192, 9),  # the wgmma kernel on 16-byte-aligned rows, C < 256
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
