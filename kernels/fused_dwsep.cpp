@@ -122,7 +122,8 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
 
 // The depthwise stage of the backward (fused_dwsep_backward.cu): from h1 = W1 x
 // (without b1) and g3, the gradient at h3, writes h3, the gradient at h1 and
-// the per-tile partial sums for the gradients of wd, bd and b1.
+// the partial sums (per batch row and group of tiles) for the gradients of wd,
+// bd and b1.
 // Arguments: (h3, gh1, partials, g3, h1, b1, wd, bd); shapes h3, gh1, g3, h1
 // [B, E, L]; partials [B * depthwise_groups(L), E, K + 2]; b1, bd [E]; wd
 // [E, K]; contiguous float32 on h1's device. Returns 0 or an error code whose
