@@ -298,9 +298,9 @@ def _forward_impl(x, w1, b1, wd, bd, w2, b2):
 
 # Peak memory of the backward: the recomputed E-channel intermediates are
 # built for a slice of the batch at a time, at most this many bytes each. At
-# the headline shape on the H200 (fwd+bwd, kernels/NOTES.md): 64 MB 2.73 ms /
-# 610 MB peak, 128 MB 2.54 ms / 962 MB, unsliced 2.45 ms / 1283 MB (the
-# reference: 4.47 ms / 1169 MB).
+# the headline shape on the H200 (fwd+bwd, kernels/NOTES.md) 128 MB peaks at
+# 961 MB; 64 MB at 610 MB for ~0.2 ms more; unsliced at 1283 MB, above the
+# reference's own 1169 MB.
 _BACKWARD_SLICE_BYTES = 128 << 20
 
 
@@ -358,7 +358,8 @@ def _depthwise_backward_op(g3, h1, b1, wd, bd):
         h2 = F.conv1d(h1, wd, bd, padding=K // 2, groups=E)
         gh1, gwd, gbd = _conv_grads(torch.ops.aten.gelu_backward(g3, h2), h1, wd, E, K // 2, [True, True, True])
         return F.gelu(h2), gh1, gh1.sum((0, 2)), gwd, gbd
-    g3, h1, b1, wd2, bd = g3.contiguous(), h1.contiguous(), b1.contiguous(), wd.reshape(E, K).contiguous(), bd.contiguous()
+    g3, h1, b1, bd = g3.contiguous(), h1.contiguous(), b1.contiguous(), bd.contiguous()
+    wd2 = wd.reshape(E, K).contiguous()
     (B, _, L), groups = h1.shape, _ext.depthwise_groups(h1.shape[2])
     h3, gh1 = torch.empty_like(h1), torch.empty_like(h1)
     partials = torch.empty(B * groups, E, K + 2, dtype=h1.dtype, device=h1.device)
@@ -372,7 +373,8 @@ def _depthwise_backward_op(g3, h1, b1, wd, bd):
 
 @_depthwise_backward_op.register_fake
 def _(g3, h1, b1, wd, bd):
-    return h1.new_empty(h1.shape), h1.new_empty(h1.shape), b1.new_empty(b1.shape), wd.new_empty(wd.shape), bd.new_empty(bd.shape)
+    h3, gh1 = h1.new_empty(h1.shape), h1.new_empty(h1.shape)
+    return h3, gh1, b1.new_empty(b1.shape), wd.new_empty(wd.shape), bd.new_empty(bd.shape)
 
 
 def _conv_grads(grad, inp, weight, groups, padding, mask):

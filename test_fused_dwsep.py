@@ -781,7 +781,8 @@ def test_cuda_cpp_entry_checks_its_inputs():
         fused_dwsep._forward_into(y, x, w1, b1, wd, bd, w2, b2, ws, True)
         print("good call finite:", bool(torch.isfinite(y).all()))
         ext, h1 = fused_dwsep._ext, torch.randn(2, 16, 10, **cuda)
-        h3, gh1, parts = torch.empty_like(h1), torch.empty_like(h1), torch.empty(2 * ext.depthwise_groups(10), 16, 5, **cuda)
+        h3, gh1 = torch.empty_like(h1), torch.empty_like(h1)
+        parts = torch.empty(2 * ext.depthwise_groups(10), 16, 5, **cuda)
         print("dw bad partials:", ext.depthwise_backward(h3, gh1, parts[:1], h1, h1, b1, wd, bd))
         print("dw bad bd:", ext.depthwise_backward(h3, gh1, parts, h1, h1, b1, wd, bd[:3]))
         print("dw K = 11:", ext.depthwise_backward(h3, gh1, torch.empty(2, 16, 13, **cuda), h1, h1, b1,
