@@ -10,7 +10,7 @@
 //   h3  = gelu(h2)                   (for W2's gradient)
 //   g2  = g3 * gelu'(h2)             the gradient at h2
 //   gh1 = dwconv_K^T(g2)             the gradient at h1
-//   per-tile sums of g2 * (h1 + b1) for each tap (wd's gradient), of g2 (bd's)
+//   per-CTA sums of g2 * (h1 + b1) for each tap (wd's gradient), of g2 (bd's)
 //   and of gh1 (b1's)
 //
 // Two reads (h1, g3) and two writes (h3, gh1) per position: the stage is
