@@ -21,8 +21,10 @@
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
 // * wgmma kernel (C <= 256, TF32 mode, compute capability 9.0 built as
-//   sm_90a): the C <= 256 tiling with Hopper's warpgroup mma, B operands read by
-//   the tensor cores from shared memory (see its section below).
+//   sm_90a): the C <= 256 tile with Hopper's warpgroup mma, both operands read
+//   by the tensor cores from shared memory, weights streamed by bulk copies,
+//   and the two warpgroups taking turns on the tensor cores so that one runs
+//   the depthwise while the other runs GEMMs (see its section below).
 // Shapes outside the gate (C > 512, K > 9, GPUs before sm_80) have no kernel
 // here: fused_dwsep.py runs them with PyTorch's own convolutions. (A CUDA-core
 // version of this fusion measured 2-236x slower than those; kernels/NOTES.md.)
@@ -298,6 +300,21 @@ __device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64
   return (row < rows && col < cols) ? m[row * cols + col] : 0.0f;
 }
 
+// The depthwise records (PackedLayout::taps) for e64 expanded channels (E
+// rounded up to a chunk), grid-stride over the launch.
+__device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t e64) {
+  const int64_t tap_floats = e64 * kTapRecord;
+  const int64_t first_tap = kMaxHalf - p.K / 2;  // slot of tap 0: centres the K taps
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tap_floats;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
+    float v = 0.0f;
+    if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = p.wd[e * p.K + k];
+    if (e < p.E && slot == kTapBias) v = p.bd[e];
+    taps[i] = v;
+  }
+}
+
 // c_max: the kCMax of the tiling that will read the packed weights.
 __global__ void pack_weights_kernel(Params p, int c_max) {
   const PackedLayout lay(p.C, p.E, p.tf32, c_max);
@@ -318,16 +335,7 @@ __global__ void pack_weights_kernel(Params p, int c_max) {
     ws[(first ? lay.w1_hi() : lay.w2_hi()) + j] = hi;
     if (lay.split) ws[(first ? lay.w1_lo() : lay.w2_lo()) + j] = tf32_round(v - hi);
   }
-  const int64_t tap_floats = lay.E64 * kTapRecord;
-  const int64_t first_tap = kMaxHalf - p.K / 2;  // slot of tap 0: centres the K taps
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tap_floats;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
-    float v = 0.0f;
-    if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = p.wd[e * p.K + k];
-    if (e < p.E && slot == kTapBias) v = p.bd[e];
-    ws[lay.taps() + i] = v;
-  }
+  pack_taps(p, ws + lay.taps(), lay.E64);
 }
 
 // ---------------------------------------------------------------------------
@@ -378,22 +386,22 @@ __device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[S::kG1NT
   }
 }
 
-// The depthwise records (kTapRecord floats: taps, bd) of one warp's
-// kDwRowsPerWarp rows of a chunk, spread over its lanes: lane l holds floats
+// The depthwise records (kTapRecord floats: taps, bd) of one warp's kRows
+// rows of a chunk, spread over its lanes: lane l holds floats
 // kTapsPerLane * l onwards. Loaded once GEMM1 is done, so that their L2
 // latency hides behind the h1 store and its barriers; each row then takes
 // its record by shuffles.
 // (Loading the record per row stalled the depthwise on it: 9% of the wgmma
 // kernel's stall samples, ncu on the H200.)
-constexpr int kTapsPerLane = kDwRowsPerWarp * kTapRecord / kWarpSize;
-static_assert(kTapsPerLane * kWarpSize == kDwRowsPerWarp * kTapRecord && kTapRecord % kTapsPerLane == 0,
-              "records spread evenly over the lanes");
+template <int kRows>
 struct WarpTaps {
+  static constexpr int kTapsPerLane = kRows * kTapRecord / kWarpSize;
+  static_assert(kTapsPerLane * kWarpSize == kRows * kTapRecord && kTapRecord % kTapsPerLane == 0,
+                "records spread evenly over the lanes");
   float v[kTapsPerLane];
-  // taps: the packed records (PackedLayout::taps()).
-  __device__ __forceinline__ void load(const float* taps, int ch, int warp, int lane) {
-    const float* src = taps + (static_cast<int64_t>(ch) * kEChunk + warp * kDwRowsPerWarp) * kTapRecord +
-                       lane * kTapsPerLane;
+  // taps: the packed records; rows first_row.. of chunk ch.
+  __device__ __forceinline__ void load(const float* taps, int ch, int first_row, int lane) {
+    const float* src = taps + (static_cast<int64_t>(ch) * kEChunk + first_row) * kTapRecord + lane * kTapsPerLane;
 #pragma unroll
     for (int j = 0; j < kTapsPerLane; ++j) v[j] = __ldg(src + j);
   }
@@ -405,16 +413,15 @@ struct WarpTaps {
   }
 };
 
-// Depthwise + bd + GELU for h1 row `row` of the chunk (the warp's row
-// local_row), columns col..col+3: h3[t] = bd + sum_m tap[m] * h1[t + m],
-// m < kMaxK (taps centred, zeros around them), read as three 16-byte windows.
-template <class S>
-__device__ __forceinline__ float4 depthwise_row(const float* hs, const WarpTaps& taps, int local_row, int row,
-                                                int col) {
+// Depthwise + bd + GELU for 4 consecutive outputs of one h1 row (the warp's
+// row local_row): h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps
+// centred, zeros around them), read as three 16-byte windows from hrow (the
+// row's h1 at the first output's column).
+template <class Taps>
+__device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps, int local_row) {
   float tap[kMaxK + 1];
 #pragma unroll
   for (int m = 0; m <= kTapBias; ++m) tap[m] = taps.get(local_row, m);
-  const float* hrow = hs + row * S::kHStride + col;
   float win[kDwWindow];
 #pragma unroll
   for (int v = 0; v < kDwWindow / kVec; ++v) {
@@ -433,6 +440,13 @@ __device__ __forceinline__ float4 depthwise_row(const float* hs, const WarpTaps&
     h3[j] = gelu_exact(acc_dw);
   }
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
+}
+
+// The same for h1 row `row` of the chunk, columns col..col+3.
+template <class S, class Taps>
+__device__ __forceinline__ float4 depthwise_row(const float* hs, const Taps& taps, int local_row, int row,
+                                                int col) {
+  return depthwise4(hs + row * S::kHStride + col, taps, local_row);
 }
 
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
@@ -572,7 +586,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
   const float* taps = p.workspace + lay.taps();
   for (int ch = 0; ch < nchunks; ++ch) {
-    WarpTaps warp_taps;  // the depthwise's taps, loaded after GEMM1 (its registers are full)
+    WarpTaps<kDwRowsPerWarp> warp_taps;  // the depthwise's taps, loaded after GEMM1 (its registers are full)
     // ---- GEMM1: h1[64 x kNX] = W1[chunk] x xs -----------------------------
     {
       const int64_t a_base = (static_cast<int64_t>(ch) * kG1WarpsM + g1m) * ks1 * kWarpSize;
@@ -631,7 +645,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
                            BElem<kSplit>(cur.b1[nt]));
         cur = next;
       }
-      warp_taps.load(taps, ch, warp, lane);  // in flight through store_h1 and the barriers
+      warp_taps.load(taps, ch, warp * kDwRowsPerWarp, lane);  // in flight through store_h1 and the barriers
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
       store_h1<S>(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
     }
@@ -732,67 +746,222 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
 #if defined(FUSED_DWSEP_SM90A)
 // ---------------------------------------------------------------------------
-// Hopper kernel (sm_90a, TF32 mode): the same tiling with wgmma
+// Hopper kernel (sm_90a, TF32 mode): two warpgroups taking turns on the
+// tensor cores
 // ---------------------------------------------------------------------------
 //
-// The tensor-core kernel's dataflow, but each GEMM is a warpgroup-wide
-// wgmma: A (weights) still comes from registers through the per-thread ring,
-// B is read by the tensor cores straight from shared memory, so the B-fragment
-// loads (one shared load per mma operand) disappear. B operands are stored
-// K-major in "core matrices" (8 rows x 4 TF32 = 128 contiguous bytes, no
-// swizzle): x transposed for GEMM1, h3 transposed (over the h1 buffer) for
-// GEMM2. Warpgroup w computes GEMM1 columns 64w..64w+71 of the chunk and GEMM2
-// output channels 128w..128w+127 (two m64 blocks) for all 128 positions.
-// Exact mode (3xTF32) would need a second copy of x in shared memory, which
-// does not fit: it stays on the mma.sync kernel.
+// The C256 tile (one batch row, 128 positions, x^T with its halo staged once
+// in shared memory, E in chunks of 64), computed so that the tensor cores are
+// busy while the CUDA cores run the depthwise. Chunk c belongs to warpgroup
+// c % 2: its GEMM1 (h1 = W1[c] x^T, one m64n136k8 wgmma per k-step over all
+// 136 columns) leaves warp w of the owner with rows 16w..16w+15 of h1, which
+// that warp stores in the owner's h buffer and turns into h3 = gelu(dwconv(h1))
+// in place, with no barrier but __syncwarp. GEMM2 is split by output channel:
+// warpgroup w accumulates y[128w .. 128w+127] over every chunk, its own and
+// the other's.
+//
+// The tensor-core work is cut into turns, which the warpgroups take
+// alternately (a token passed through named barriers). Turn j belongs to
+// warpgroup j % 2 and runs, for those of the chunks that exist,
+//   GEMM2 of chunk j-3 (the other warpgroup's), GEMM2 of chunk j-2 (its own),
+//   GEMM1 of chunk j (its own),
+// so that between two turns a warpgroup runs the depthwise of the chunk its
+// last GEMM1 made while the other warpgroup holds the tensor cores. Chunk c's
+// h3 is read by its owner in turn c+2 and by the other in turn c+3, after
+// which the owner may overwrite the buffer with h1 of chunk c+2 (a second
+// named barrier says so).
+//
+// Both GEMMs read their weights (A) and activations (B) from shared memory,
+// K-major in core matrices (8 rows x 4 TF32 = 128 contiguous bytes, no
+// swizzle). The weights are packed per call into 4 KB stages in that layout,
+// in the order the turns consume them, and stream through a ring of
+// kRingStages slots by bulk copies (cp.async.bulk), one mbarrier per slot; the
+// warpgroup whose turn it is refills a slot once its wgmmas are done with it
+// (the copy issued after the next stage's wgmmas, off the critical path).
+// Exact mode (3xTF32) would need the low parts of x in shared memory too,
+// which do not fit: it stays on the mma.sync kernel.
 
 namespace wg {
 
 using namespace tc;
-using S = C256;  // the wgmma kernel runs the C <= 256 tiling
-constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
-constexpr int kXStride = S::kXStride, kHStride = S::kHStride, kRingSlots = S::kRingSlots;
-constexpr int kG1NTilesPerWarp = S::kG1NTilesPerWarp, kG1NStride = S::kG1NStride;
-constexpr int kDwColsPerLane = kVec;  // one 128-position row per warp and pass
-static_assert(S::kDwRowsPerPass == 1, "the h3^T store assumes one row per warp and pass");
+using S = C256;  // the tile (and the epilogue's row-major staging tile)
+constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX, kXStride = S::kXStride;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kWarpgroups = kThreads / kWarpgroupThreads;
+constexpr int kGroupWarps = kWarpgroupThreads / kWarpSize;
 constexpr int kWgmmaM = 64;
-constexpr int kG1Cols = kG1NTilesPerWarp * kMmaN;           // 72 columns of h1 per warpgroup
-constexpr int kG2Blocks = kCMax / kWarpgroups / kWgmmaM;    // m64 blocks of y per warpgroup
-constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;  // accumulators per block and thread
-static_assert(kWarpgroups == kG1WarpsN && kG1WarpsM * kMmaM == kWgmmaM,
-              "warpgroup w is GEMM1's N half w; its 4 warps are the 4 m16 tiles");
-static_assert(kG2Blocks * kWgmmaM * kWarpgroups == kCMax && kG2Blocks == S::kG2MTiles,
-              "GEMM2: two m64 blocks per warpgroup, one A fragment of each per warp");
-static_assert(kG1Cols == 72 && kTileT == 128, "instruction shapes below: m64n72k8, m64n128k8");
+static_assert(kWarpgroups == 2 && kEChunk == kWgmmaM, "two warpgroups; a chunk is one m64 block of GEMM1");
+
+// GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
+// channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
+constexpr int kG1Acc = kWgmmaM * kNX / kWarpgroupThreads;
+constexpr int kG2Rows = kCMax / kWarpgroups;
+constexpr int kG2Blocks = kG2Rows / kWgmmaM;
+constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;
+static_assert(kG1Acc == 68 && kG2Acc == 64 && kG2Blocks == 2, "instruction shapes below: m64n136k8, m64n128k8");
 
 // K-major core-matrix layout: element (row n, k) of an operand whose K extent
 // is kext sits at this float offset. Core matrices adjacent in K are adjacent
-// in memory (leading byte offset 128); 8-row groups are kext / 4 cores apart.
+// in memory; 8-row groups are kext / 4 cores apart.
 constexpr int kCoreRows = 8, kCoreK = 4, kCoreFloats = kCoreRows * kCoreK;
+constexpr uint32_t kCoreBytes = kCoreFloats * sizeof(float);
 __host__ __device__ constexpr int core_offset(int n, int k, int kext) {
   return (n / kCoreRows) * (kext / kCoreK) * kCoreFloats + (k / kCoreK) * kCoreFloats +
          (n % kCoreRows) * kCoreK + k % kCoreK;
 }
-static_assert(kTileT * kEChunk <= kEChunk * kHStride, "h3 transposed fits over the h1 buffer");
-static_assert(kCMax * kXStride <= kNX * kCMax, "the epilogue's row-major tile fits over x^T");
+// The (row, k) that core_offset places at offset r (for packing).
+__host__ __device__ constexpr int core_row(int r, int kext) {
+  return (r / (kext * kCoreRows)) * kCoreRows + (r % kCoreFloats) / kCoreK;
+}
+__host__ __device__ constexpr int core_k(int r, int kext) {
+  return (r % (kext * kCoreRows)) / kCoreFloats * kCoreK + r % kCoreK;
+}
+static_assert(core_offset(core_row(777, 16), core_k(777, 16), 16) == 777 &&
+                  core_offset(core_row(555, 8), core_k(555, 8), 8) == 555,
+              "core_row / core_k invert core_offset");
 
-// Shared memory: x^T [kNX][kCMax] cores | h1 [kEChunk][kHStride] (then h3^T
-// [kTileT][kEChunk] cores) | the weight ring. Same total as the mma.sync kernel.
-constexpr int kSmemFloats = kNX * kCMax + kEChunk * kHStride + kRingSlots * kThreads * kVec;
-constexpr size_t kSmemBytes = kSmemFloats * sizeof(float);
+// Weight stages, 4 KB each, in the core layout the wgmma reads as A:
+//   W1 stage: [64 expanded channels][16 input channels] of a chunk: two GEMM1 k-steps;
+//   W2 stage: [128 output channels][8 expanded channels] of one warpgroup's
+//   half and a chunk: one GEMM2 k-step for both m64 blocks.
+constexpr int kStageFloats = 1024;
+constexpr uint32_t kStageBytes = kStageFloats * sizeof(float);
+constexpr int kG1StageK = kStageFloats / kEChunk;
+constexpr int kG2StageK = kStageFloats / kG2Rows;
+constexpr int kG1StepsPerStage = kG1StageK / kMmaK;
+constexpr int kG2StagesPerChunk = kEChunk / kG2StageK;
+static_assert(kG1StageK == 16 && kG2StageK == kMmaK, "a W1 stage is two k-steps, a W2 stage one");
+// Ring depth: what shared memory leaves after x^T and the two h buffers
+// (3 to 5 measured the same at the headline; 2 was 30% slower).
+constexpr int kRingStages = 5;
+
+// Packed weights for this kernel: every stage of a tile, in the order the
+// turns consume them (so stage i of the ring is simply stage i here: the
+// refill on the turn's critical path is one address computation), then the
+// depthwise records (as PackedLayout::taps).
+struct WgLayout {
+  int64_t nc, nkb;  // chunks of E; W1 stages per chunk (C in steps of 16)
+  __host__ __device__ WgLayout(int64_t C, int64_t E)
+      : nc(ceil_div(E, kEChunk)), nkb(ceil_div(C, kG1StageK)) {}
+  __host__ __device__ int64_t stages() const { return nc * (kWarpgroups * kG2StagesPerChunk + nkb); }
+  __host__ __device__ int64_t taps() const { return stages() * kStageFloats; }
+  __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
+};
+
+// h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15 of
+// the chunk as h1 rows of kNX floats (stride kNX: 8 mod 32, so the
+// accumulator stores are conflict-free). The depthwise overwrites the first
+// kDwRows / 4 * kH3CoreFloats floats of those rows with h3^T of the same 16
+// channels: K-cores of [128 positions][4 channels] (a K-core of h3^T is
+// position-major: 8-row groups adjacent), which GEMM2 reads with a K-core
+// stride of kH3CoreFloats. K-core kc overlaps only h1 rows 4kc-1 .. 4kc+3,
+// all read once the rows of group kc are.
+constexpr int kDwRows = kEChunk / kGroupWarps;
+constexpr int kHRowFloats = kNX;
+constexpr int kHWarpFloats = kDwRows * kHRowFloats;
+constexpr int kHBufFloats = kGroupWarps * kHWarpFloats;
+constexpr int kH3CoreFloats = kTileT * kCoreK;
+constexpr int kDwGroups = kDwRows / kCoreK;
+static_assert(kDwGroups * kH3CoreFloats <= kHWarpFloats, "h3^T of a warp's rows fits over them");
+static_assert(kHRowFloats % 32 == 8 && kTileT == kWarpSize * kVec, "h1 rows: stride 8 mod 32; a lane has 4 outputs");
+static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
+              "a warp's rows are two GEMM2 k-steps");
+
+// Shared memory: x^T [kNX][kCMax] cores (the epilogue's [kCMax][kXStride]
+// row-major tile after the last GEMM1) | h buffers | weight ring | mbarriers.
+constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
+constexpr size_t kHOffset = kXtBytes;
+constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
+constexpr size_t kBarOffset = kRingOffset + kRingStages * kStageBytes;
+constexpr size_t kSmemBytes = kBarOffset + kRingStages * sizeof(uint64_t);
 static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+static_assert(kCMax * kXStride * sizeof(float) <= kXtBytes, "the epilogue's row-major tile fits over x^T");
+static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0, "bulk copies and mbarriers aligned");
 
-// wgmma shared-memory matrix descriptor: start address, leading byte offset
-// (K-adjacent cores), stride byte offset (next 8 rows), no swizzle.
-__device__ __forceinline__ uint64_t smem_desc(const float* start, int kext) {
-  constexpr uint64_t kLeadingBytes = kCoreFloats * sizeof(float);
-  const uint64_t stride_bytes = static_cast<uint64_t>(kext / kCoreK) * kCoreFloats * sizeof(float);
-  // Fields hold byte values / 16: start in bits 0-13 (an 18-bit shared address),
-  // leading offset in bits 16-29, stride offset in bits 32-45.
-  return ((smem_u32(start) & 0x3FFFF) >> 4) | ((kLeadingBytes >> 4) << 16) | ((stride_bytes >> 4) << 32);
+constexpr int kCtaThreads = kThreads;  // the two warpgroups
+
+// Named barriers (0 is __syncthreads): per warpgroup, + the warpgroup index.
+constexpr int kGroupBarrier = 1;  // the warpgroup's own 128 threads
+constexpr int kTokenBarrier = 3;  // "your turn": the other warpgroup arrives, this one syncs
+constexpr int kFreeBarrier = 5;   // "your h buffer is free": likewise
+
+// The turns of one tile (see the section comment): nc chunks, nkb W1 stages each.
+struct Turns {
+  int nc, nkb;
+  __host__ __device__ bool has(int c) const { return c >= 0 && c < nc; }
+  __host__ __device__ int count() const { return nc + 3; }
+  __host__ __device__ int first_g2(int j) const { return has(j - 3) ? j - 3 : j - 2; }
+  __host__ __device__ int g2_stages(int j) const {
+    return kG2StagesPerChunk * (static_cast<int>(has(j - 3)) + static_cast<int>(has(j - 2)));
+  }
+  __host__ __device__ int stages(int j) const { return g2_stages(j) + (j < nc ? nkb : 0); }
+};
+
+// What stage t of turn j holds: a W2 stage (GEMM2 k-step `step` of `chunk`,
+// output channels of `half`, the turn's warpgroup) or a W1 stage (input
+// channels 16 step.. of chunk j).
+struct StageSource {
+  bool g2;
+  int chunk, half, step;
+};
+__host__ __device__ inline StageSource stage_source(const Turns& turns, int j, int t) {
+  const int g2 = turns.g2_stages(j);
+  if (t < g2) return {true, turns.first_g2(j) + t / kG2StagesPerChunk, j % kWarpgroups, t % kG2StagesPerChunk};
+  return {false, j, 0, t - g2};
+}
+
+// ---- mbarriers, bulk copies, named barriers --------------------------------
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Arms `bar` for `bytes` and copies them from global src to shared dst; the
+// barrier's phase completes when they have landed.
+__device__ __forceinline__ void bulk_load(uint32_t dst, const float* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+__device__ __forceinline__ unsigned sm_count() {
+  unsigned n;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return n;
+}
+
+// ---- wgmma --------------------------------------------------------------
+// Shared-memory matrix descriptor, no swizzle: start address, leading byte
+// offset (the next core along K), stride byte offset (the next 8 rows).
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t k_core_bytes, uint32_t row_group_bytes) {
+  // Fields hold byte values / 16: start in bits 0-13 (an 18-bit shared
+  // address), leading offset in bits 16-29, stride offset in bits 32-45.
+  return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(k_core_bytes >> 4) << 16) |
+         (static_cast<uint64_t>(row_group_bytes >> 4) << 32);
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -827,34 +996,70 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
-// D (64 x N, fp32) += A (64 x 8, TF32, registers: warp w of the warpgroup
-// holds rows 16w..16w+15 in the mma.sync m16n8k8 A-fragment layout) * B
-// (8 x N, TF32, shared memory, descriptor), for one warpgroup. scale_d == 0
-// overwrites D. D's layout per warp and n8 tile matches mma.sync's C fragment.
-__device__ __forceinline__ void wgmma_m64n72k8(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b,
-                                                int scale_d) {
+// D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from shared
+// memory (descriptors), for one warpgroup; scale_d == 0 overwrites D. D's
+// layout per warp and n8 tile matches mma.sync's C fragment: warp w of the
+// warpgroup holds rows 16w..16w+15.
+__device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a, uint64_t desc_b,
+                                               int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
       "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35"
-      "}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
+      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
+      "%60, %61, %62, %63, %64, %65, %66, %67"
+      "}, %68, %69, p, 1, 1;\n}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 #endif
 }
 
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
-                                                int scale_d) {
+// The same with D overwritten (scale-d false): D's old values are not inputs,
+// so the compiler need not keep them alive.
+__device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
+      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
+      "%60, %61, %62, %63, %64, %65, %66, %67"
+      "}, %68, %69, p, 1, 1;\n}\n"
+      :
+        "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]),
+        "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]),
+        "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]),
+        "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31]),
+        "=f"(d[32]), "=f"(d[33]), "=f"(d[34]), "=f"(d[35]), "=f"(d[36]), "=f"(d[37]), "=f"(d[38]), "=f"(d[39]),
+        "=f"(d[40]), "=f"(d[41]), "=f"(d[42]), "=f"(d[43]), "=f"(d[44]), "=f"(d[45]), "=f"(d[46]), "=f"(d[47]),
+        "=f"(d[48]), "=f"(d[49]), "=f"(d[50]), "=f"(d[51]), "=f"(d[52]), "=f"(d[53]), "=f"(d[54]), "=f"(d[55]),
+        "=f"(d[56]), "=f"(d[57]), "=f"(d[58]), "=f"(d[59]), "=f"(d[60]), "=f"(d[61]), "=f"(d[62]), "=f"(d[63]),
+        "=f"(d[64]), "=f"(d[65]), "=f"(d[66]), "=f"(d[67])
+      : "l"(desc_a), "l"(desc_b), "r"(0));
+#endif
+}
+
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                               int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
       "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
@@ -862,8 +1067,9 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t (
       "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
       "%60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+      "}, %64, %65, p, 1, 1;\n}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
@@ -871,20 +1077,58 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const uint32_t (
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 #endif
 }
 
+
+// ---- weight packing ----------------------------------------------------------
+// One CTA per stage (in consumption order): W1 stage: [64 e][16 c] of a chunk;
+// W2 stage: [128 c][8 e] of a half and a chunk; both TF32-rounded, zero
+// outside the matrices.
+constexpr int kPackThreads = 256;
+__global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
+  const WgLayout lay(p.C, p.E);
+  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
+  const int i = blockIdx.x;
+  int j = 0, start = 0;  // the turn holding stage i
+  while (i >= start + turns.stages(j)) start += turns.stages(j++);
+  const StageSource src = stage_source(turns, j, i - start);
+  float* dst = p.workspace + static_cast<int64_t>(i) * kStageFloats;
+  for (int r = threadIdx.x; r < kStageFloats; r += blockDim.x) {
+    float v = 0.0f;
+    if (src.g2) {
+      const int64_t c = static_cast<int64_t>(src.half) * kG2Rows + core_row(r, kG2StageK);
+      const int64_t e = static_cast<int64_t>(src.chunk) * kEChunk + src.step * kG2StageK + core_k(r, kG2StageK);
+      if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
+    } else {
+      const int64_t e = static_cast<int64_t>(src.chunk) * kEChunk + core_row(r, kG1StageK);
+      const int64_t c = static_cast<int64_t>(src.step) * kG1StageK + core_k(r, kG1StageK);
+      if (e < p.E && c < p.C) v = p.w1[e * p.C + c];
+    }
+    dst[r] = tf32_round(v);
+  }
+  pack_taps(p, p.workspace + lay.taps(), lay.nc * kEChunk);
+}
+
+// ---- the kernel ----------------------------------------------------------------
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem_f4[];
-  float* xt = reinterpret_cast<float*>(smem_f4);  // x^T cores [kNX][kCMax]
-  float* hs = xt + kNX * kCMax;                   // h1 [kEChunk][kHStride], then h3^T cores
-  const Ring ring{reinterpret_cast<float4*>(hs + kEChunk * kHStride) + threadIdx.x};
+  unsigned char* smem = reinterpret_cast<unsigned char*>(smem_f4);
+  float* xt = reinterpret_cast<float*>(smem);                 // x^T cores [kNX][kCMax]
+  float* hbuf = reinterpret_cast<float*>(smem + kHOffset);    // [kWarpgroups][kHBufFloats]
+  const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingStages x kStageBytes
+  const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
+  auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, q = lane % 4;
-  const int wgi = warp / kG1WarpsM, wq = warp % kG1WarpsM;  // warpgroup, warp within it
+  // The warpgroup index through a shuffle: the compiler then knows it is the
+  // same across the warp, so the branches on it are not divergent (wgmma in a
+  // divergent branch gets serialized).
+  const int wgi = __shfl_sync(0xffffffffu, warp / kGroupWarps, 0), wq = warp % kGroupWarps;
+  const bool elected = threadIdx.x % kWarpgroupThreads == 0;     // issues the warpgroup's refills
   const int C = static_cast<int>(p.C);
   const int64_t L = p.L;
   const int64_t tiles_per_row = ceil_div(L, kTileT);
@@ -892,21 +1136,30 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
   const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
 
-  const PackedLayout lay(p.C, p.E, true, kCMax);
-  const int c8 = static_cast<int>(lay.C8);
-  const int ks1 = c8 / kMmaK;
-  const int ks2_total = static_cast<int>(lay.E64 / kMmaK);
-  const float4* w1p = reinterpret_cast<const float4*>(p.workspace + lay.w1_hi()) + lane;
-  const float4* w2p = reinterpret_cast<const float4*>(p.workspace + lay.w2_hi()) + lane;
-  const float* taps = p.workspace + lay.taps();
-  const float* xb = p.x + b * p.C * L;
+  const WgLayout lay(p.C, p.E);
+  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
+  const int total = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb);  // lay.stages(), in 32 bits
+  const float* ws = p.workspace;
+  auto refill = [&](int i) {  // stage i into its slot (one thread)
+    const int slot = i % kRingStages;
+    bulk_load(ring + slot * kStageBytes, ws + static_cast<int64_t>(i) * kStageFloats, kStageBytes, bar(slot));
+  };
+
+  // ---- weight ring: the first stages travel while x is staged -----------------
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kRingStages; ++s) mbar_init(bar(s), 1);
+    fence_mbar_init();
+    for (int i = 0; i < kRingStages && i < total; ++i) refill(i);
+  }
 
   // ---- stage x^T, TF32-rounded ---------------------------------------------
   // 4-byte cp.async straight into the transposed layout (lanes along
   // positions: coalesced reads), zeros outside [0, L) and past C; then one
   // rounding pass. Synchronous loads here left the SM idle for ~40% of the
   // kernel (ncu), the copies in flight being too few.
-  for (int c = warp; c < c8; c += kWarps) {
+  const float* xb = p.x + b * p.C * L;
+  const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
+  for (int c = warp; c < c16; c += kWarps) {
     for (int n = lane; n < kNX; n += kWarpSize) {
       const int64_t pos = xcol0 + n;
       const bool inside = c < C && pos >= 0 && pos < L;
@@ -917,7 +1170,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   cp_async_wait<0>();
   __syncthreads();
   {
-    const int vectors = kNX * c8 / kVec;  // core rows: 4 channels of one position
+    const int vectors = kNX * c16 / kVec;  // core rows: 4 channels of one position
     for (int i = threadIdx.x; i < vectors; i += kThreads) {
       const int n = i % kNX, c = (i / kNX) * kCoreK;
       float4* v = reinterpret_cast<float4*>(xt + core_offset(n, c, kCMax));
@@ -928,169 +1181,191 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   fence_proxy_async();
   __syncthreads();
 
+  // The CTA one wave later stages its x from L2, not DRAM, if this one asks
+  // for it now (each thread: one row of that tile and its halo).
+  {
+    const int64_t next = static_cast<int64_t>(blockIdx.x) + sm_count();
+    if (next < gridDim.x && threadIdx.x < C) {
+      const int64_t nb = next / tiles_per_row, nt0 = (next % tiles_per_row) * kTileT;
+      const int64_t lo = nt0 - kMaxHalf > 0 ? nt0 - kMaxHalf : 0;
+      const int64_t hi = nt0 + kTileT + kMaxHalf < L ? nt0 + kTileT + kMaxHalf : L;
+      const float* row = p.x + (nb * p.C + threadIdx.x) * L;
+      constexpr int kLineFloats = 128 / sizeof(float);
+      for (int64_t t = lo; t < hi; t += kLineFloats) prefetch_l2(row + t);
+      prefetch_l2(row + hi - 1);
+    }
+  }
+
   float acc[kG2Blocks][kG2Acc];
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m)
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
+  float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
 
-  const int g1_nt0 = wgi * kG1NStride;
-  const int g1_skip = wgi * (kG1NTilesPerWarp - kG1NStride);  // tiles the first half stores
-  const bool g2_active = wgi * kG2Blocks * kWgmmaM < C;      // warpgroup 1 idles for C <= 128
-  const int nchunks = static_cast<int>(lay.E64 / kEChunk);
-  constexpr int kS1 = S::g1_stages(false), kS2 = S::g2_stages(false);
+  float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
+  // h1 columns [col_lo, col_hi) are positions inside [0, L) (32-bit: 17
+  // hoisted 64-bit positions spilled).
+  const int col_lo = xcol0 < 0 ? static_cast<int>(-xcol0) : 0;
+  const int col_hi = L - xcol0 < kNX ? static_cast<int>(L - xcol0) : kNX;
+  const float* const taps = ws + lay.taps();
+  const uint64_t x_desc0 = smem_desc(smem_u32(xt), kCoreBytes, kCMax / kCoreK * kCoreBytes);
 
-  for (int ch = 0; ch < nchunks; ++ch) {
-    WarpTaps warp_taps;  // the depthwise's taps, loaded after GEMM1 (its registers are full)
-    // ---- GEMM1: h1[64 x 72] = W1[chunk] x x^T[my 72 columns] ---------------
-    {
-      // k-step ks of this warp's m16 tile of W1 (fetched in order, so a running pointer)
-      const float4* a_src = w1p + (static_cast<int64_t>(ch) * kG1WarpsM + wq) * ks1 * kWarpSize;
-      int fetch_stage = 0;
-      auto fetch = [&](int ks) {
-        if (ks < ks1) ring.fetch(fetch_stage, a_src);
-        cp_async_commit();
-        a_src += kWarpSize;
-        fetch_stage = next_stage<kS1>(fetch_stage);
-      };
-#pragma unroll
-      for (int s = 0; s < kS1 - 1; ++s) fetch(s);
-      auto read_a = [&](uint32_t (&a)[4]) {
-        cp_async_wait<kS1 - 2>();
-        ring.read(next_stage<kS1>(fetch_stage), a);
-      };
-      const float* b_start = xt + core_offset(g1_nt0 * kMmaN, 0, kCMax);
-      float acc1[kG1NTilesPerWarp * 4];
-      uint32_t a0[4], a1[4];
-      // Step ks: mma on `cur`; once the previous step's mma has finished, its
-      // registers (`nxt`) take the next A fragment.
-      auto step = [&](int ks, uint32_t (&cur)[4], uint32_t (&nxt)[4]) {
-        fetch(ks + kS1 - 1);
-        wgmma_fence();
-        wgmma_m64n72k8(acc1, cur, smem_desc(b_start + ks * kMmaK / kCoreK * kCoreFloats, kCMax), ks > 0);
-        wgmma_commit();
+  if (wgi == 1) named_arrive(kTokenBarrier + 0, kThreads);  // warpgroup 0 takes turn 0
+  int turn_start = 0;  // global index of the first stage of turn j
+  for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
+    if (j % kWarpgroups != wgi) continue;
+    named_sync(kTokenBarrier + wgi, kThreads);
+
+    // ---- turn j on the tensor cores ------------------------------------------
+    const int n = turns.stages(j), g2 = turns.g2_stages(j), first = turns.first_g2(j);
+    // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
+    // takes h1 of chunk j-1 once this GEMM2 is done with it.
+    const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
+    // Stage t's wgmmas are done in every warp: its slot may take stage t +
+    // kRingStages. The copy itself is issued one stage later, once the next
+    // stage's wgmmas are queued (`refill_pending`): issued here, on the path
+    // to the next wgmma, it held the other three warps at it (the turns
+    // alone: 0.49 ms at the headline, 0.30 ms with no refills at all).
+    int refill_pending = -1;
+    auto release = [&](int t) {
+      named_sync(kGroupBarrier + wgi, kWarpgroupThreads);
+      refill_pending = turn_start + t + kRingStages;
+      if (frees_other && t == kG2StagesPerChunk - 1) named_arrive(kFreeBarrier + (1 - wgi), kThreads);
+    };
+    auto issue_refill = [&]() {
+      if (elected && refill_pending >= 0 && refill_pending < total) refill(refill_pending);
+      refill_pending = -1;
+    };
+    // Each stage: wait for its bytes, issue its wgmmas, issue the refill
+    // released by the previous stage, and once the previous stage's wgmmas
+    // are done, release that one (one group stays in flight).
+    auto begin_stage = [&](int t) {
+      const int i = turn_start + t, slot = i % kRingStages;
+      mbar_wait(bar(slot), (i / kRingStages) & 1);
+      wgmma_fence();
+      return ring + slot * kStageBytes;
+    };
+    auto end_stage = [&](int t) {
+      wgmma_commit();
+      issue_refill();
+      if (t > 0) {
         wgmma_wait<1>();
-        read_a(nxt);
-      };
-      read_a(a0);
-      for (int ks = 0; ks < ks1; ks += 2) {
-        step(ks, a0, a1);
-        if (ks + 1 == ks1) break;
-        step(ks + 1, a1, a0);
+        release(t - 1);
       }
-      wgmma_wait<0>();
-      fence_operands(acc1);
-      cp_async_wait<0>();
-      warp_taps.load(taps, ch, warp, lane);  // in flight through store_h1 and the barriers
-      __syncthreads();  // both warpgroups are done with the previous chunk's h3^T in hs
-      store_h1<S>(hs, reinterpret_cast<const float(&)[kG1NTilesPerWarp][4]>(acc1), p, ch, wq, g1_nt0,
-               g1_skip, xcol0, lane);
-    }
-    __syncthreads();  // h1 complete
-
-    // GEMM2's first weight fragments travel while the depthwise runs.
-    int fetch2_stage = 0;
-    auto fetch2 = [&](int ks) {
-      if (g2_active && ks < kG2KSteps) {
+    };
+    int t = 0;
+    for (; t < g2; ++t) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+      const uint32_t a = begin_stage(t);
+      const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
+      // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
+      // owner, K-cores 2 (s % 2) and the next.
+      const float* h3t = hbuf + (chunk % kWarpgroups) * kHBufFloats + (s / 2) * kHWarpFloats +
+                         (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
+      const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
 #pragma unroll
-        for (int m = 0; m < kG2Blocks; ++m) {
-          const int tile = (wgi * kG2Blocks + m) * kG1WarpsM + wq;  // m16 tile of W2
-          const int64_t off = static_cast<int64_t>(tile) * ks2_total * kWarpSize +
-                              (static_cast<int64_t>(ch) * kG2KSteps + ks) * kWarpSize;
-          ring.fetch(fetch2_stage * kG2Blocks + m, w2p + off);
+      for (int m = 0; m < kG2Blocks; ++m) {
+        const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
+        wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc, 1);
+      }
+      end_stage(t);
+    }
+    // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
+    // k-step overwrites (peeled, so the compiler sees acc1 dead from its h1
+    // store to here and can use those registers in between).
+    auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
+      const int k = kb * kG1StageK + ks * kMmaK;
+      a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
+      b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
+    };
+    if (t < n) {
+      const uint32_t a = begin_stage(t);
+      uint64_t a_desc, b_desc;
+      g1_desc(a, 0, 0, a_desc, b_desc);
+      wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
+#pragma unroll
+      for (int ks = 1; ks < kG1StepsPerStage; ++ks) {
+        g1_desc(a, 0, ks, a_desc, b_desc);
+        wgmma_m64n136k8(acc1, a_desc, b_desc, 1);
+      }
+      end_stage(t);
+      for (++t; t < n; ++t) {
+        const uint32_t a2 = begin_stage(t);
+#pragma unroll
+        for (int ks = 0; ks < kG1StepsPerStage; ++ks) {
+          g1_desc(a2, t - g2, ks, a_desc, b_desc);
+          wgmma_m64n136k8(acc1, a_desc, b_desc, 1);
+        }
+        end_stage(t);
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
+    fence_operands(acc1);
+    issue_refill();
+    if (n > 0) {
+      release(n - 1);
+      issue_refill();
+    }
+    if (j + 1 < turns.count()) named_arrive(kTokenBarrier + (1 - wgi), kThreads);
+
+    // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
+    if (j < turns.nc) {
+      WarpTaps<kDwRows> warp_taps;
+      warp_taps.load(taps, j, wq * kDwRows, lane);
+      if (j >= 2) named_sync(kFreeBarrier + wgi, kThreads);  // chunk j-2's h3 is read by both
+      {
+        // h1 = acc1 + b1 in this warp's rows g and g + 8, exactly 0 at padding.
+        const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
+        const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
+        const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kNX / kMmaN; ++nt) {
+          const int col = nt * kMmaN + 2 * q;
+          const bool in0 = col >= col_lo && col < col_hi, in1 = col + 1 >= col_lo && col + 1 < col_hi;
+          *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
+              make_float2(in0 ? acc1[nt * 4 + 0] + b1_a : 0.0f, in1 ? acc1[nt * 4 + 1] + b1_a : 0.0f);
+          *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
+              make_float2(in0 ? acc1[nt * 4 + 2] + b1_b : 0.0f, in1 ? acc1[nt * 4 + 3] + b1_b : 0.0f);
         }
       }
-      cp_async_commit();
-      fetch2_stage = next_stage<kS2>(fetch2_stage);
-    };
-#pragma unroll
-    for (int s = 0; s < kS2 - 1; ++s) fetch2(s);
-
-    // ---- depthwise + bd + GELU, then h3 transposed over h1 -------------------
-    // First in place, row by row, as in the mma.sync kernel (holding all 32
-    // results in registers through the depthwise would spill); then each
-    // thread reads back the 8 x 4 values it wrote and, once every warp has,
-    // stores them transposed.
-#pragma unroll 2
-    for (int rr = 0; rr < kDwRowsPerWarp; ++rr) {
-      const int row = warp * kDwRowsPerWarp + rr;
-      const float4 v = depthwise_row<S>(hs, warp_taps, rr, row, lane * kDwColsPerLane);
       __syncwarp();
-      *reinterpret_cast<float4*>(hs + row * kHStride + lane * kDwColsPerLane) =
-          make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
-    }
-    float4 h3[kDwRowsPerWarp];
+      // Rows in groups of 4 (one K-core of h3^T): compute the group, then
+      // write its core, which overlaps only rows already read.
+#pragma unroll 1
+      for (int kc = 0; kc < kDwGroups; ++kc) {
+        float4 v[kCoreK];
 #pragma unroll
-    for (int rr = 0; rr < kDwRowsPerWarp; ++rr)
-      h3[rr] = *reinterpret_cast<const float4*>(hs + (warp * kDwRowsPerWarp + rr) * kHStride +
-                                                lane * kDwColsPerLane);
-    __syncthreads();  // every warp holds its h3; the row-major h1/h3 is no longer read
-    // Position 4*lane + j, channels 4*blk..4*blk+3 of this warp's 8 rows: one
-    // 16-byte core-matrix row each.
-#pragma unroll
-    for (int blk = 0; blk < kDwRowsPerWarp / kCoreK; ++blk) {
-      const float4* v = h3 + blk * kCoreK;
-      const int k = warp * kDwRowsPerWarp + blk * kCoreK;
-      const int n = lane * kDwColsPerLane;
-      *reinterpret_cast<float4*>(hs + core_offset(n + 0, k, kEChunk)) =
-          make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 1, k, kEChunk)) =
-          make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 2, k, kEChunk)) =
-          make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-      *reinterpret_cast<float4*>(hs + core_offset(n + 3, k, kEChunk)) =
-          make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-    }
-    fence_proxy_async();
-    __syncthreads();  // h3^T complete
-
-    // ---- GEMM2: acc[my 128 channels x 128] += W2[., chunk] x h3 ------------
-    if (g2_active) {
-      uint32_t a2[2][kG2Blocks][4];
-      auto read_a2 = [&](uint32_t (&a)[kG2Blocks][4]) {
-        cp_async_wait<kS2 - 2>();
-        const int stage = next_stage<kS2>(fetch2_stage);
-#pragma unroll
-        for (int m = 0; m < kG2Blocks; ++m) ring.read(stage * kG2Blocks + m, a[m]);
-      };
-      read_a2(a2[0]);
-#pragma unroll
-      for (int ks = 0; ks < kG2KSteps; ++ks) {
-        fetch2(ks + kS2 - 1);
-        wgmma_fence();
-        const uint64_t desc = smem_desc(hs + ks * kMmaK / kCoreK * kCoreFloats, kEChunk);
-#pragma unroll
-        for (int m = 0; m < kG2Blocks; ++m) wgmma_m64n128k8(acc[m], a2[ks % 2][m], desc, 1);
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (ks + 1 < kG2KSteps) read_a2(a2[(ks + 1) % 2]);
+        for (int r = 0; r < kCoreK; ++r) {
+          const int row = kc * kCoreK + r;
+          const float4 h = depthwise4(warp_h + row * kHRowFloats + lane * kVec, warp_taps, row);
+          v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
+        }
+        __syncwarp();
+        float4* core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats) + lane * kVec;  // positions 4 lane..
+        core[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+        core[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+        core[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+        core[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
       }
-      wgmma_wait<0>();
-#pragma unroll
-      for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < kG2KSteps; ++ks) fetch2(ks + kS2 - 1);  // keeps commit counts uniform
+      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
     }
-    cp_async_wait<0>();  // the ring is empty before GEMM1 of the next chunk reuses it
   }
 
   // ---- epilogue: y = acc + b2 + x, through shared memory ---------------------
-  __syncthreads();  // every warpgroup is past its last read of x^T
+  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
   float* ys = xt;   // [kCMax][kXStride], columns 0..kTileT-1
-  if (g2_active) {
 #pragma unroll
-    for (int m = 0; m < kG2Blocks; ++m) {
+  for (int m = 0; m < kG2Blocks; ++m) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int c = (wgi * kG2Blocks + m) * kWgmmaM + wq * kMmaM + g + half * 8;
-        const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
+    for (int half = 0; half < 2; ++half) {
+      const int c = wgi * kG2Rows + m * kWgmmaM + wq * kMmaM + g + half * 8;
+      const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
 #pragma unroll
-        for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
-          const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias,
-                                       acc[m][nt * 4 + half * 2 + 1] + bias);
-          *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
-        }
+      for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
+        const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias, acc[m][nt * 4 + half * 2 + 1] + bias);
+        *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
       }
     }
   }
@@ -1193,13 +1468,13 @@ namespace {
 struct TcLaunch {
   void (*kernel)(Params);
   size_t smem;
-  int tile_t, c_max;
+  int tile_t, c_max, threads;
 };
 
 template <class S>
 TcLaunch tc_launch(bool tf32) {
   return {tf32 ? tc::fused_dwsep_tc_kernel<S, false> : tc::fused_dwsep_tc_kernel<S, true>,
-          S::kSmemBytes, S::kTileT, S::kCMax};
+          S::kSmemBytes, S::kTileT, S::kCMax, tc::kThreads};
 }
 
 // The kernel and tiling for a tensor-core path: kTensorCore takes the tile
@@ -1208,7 +1483,7 @@ TcLaunch tc_launch(bool tf32) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, tc::C256::kTileT, tc::C256::kCMax};
+    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, wg::kTileT, wg::kCMax, wg::kCtaThreads};
 #endif
   if (path == Path::kTensorCoreWide)
     return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
@@ -1221,11 +1496,21 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
 
 }  // namespace
 
+// The scratch must not depend on B and L (callers size it without them), so
+// for C <= 256 it holds either kernel's packing: the wgmma kernel's (its own
+// stage layout) or the mma.sync kernel's.
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
   if (path == Path::kNone) return 0;
   const TcLaunch tl = tc_launch(path, p, device);
-  return static_cast<size_t>(tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats());
+  int64_t floats = tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats();
+#if defined(FUSED_DWSEP_SM90A)
+  if (path != Path::kTensorCoreWide && p.tf32 && wgmma_built_for(device)) {
+    const int64_t wg_floats = wg::WgLayout(p.C, p.E).total_floats();
+    floats = wg_floats > floats ? wg_floats : floats;
+  }
+#endif
+  return static_cast<size_t>(floats);
 }
 
 cudaError_t launch(const Params& p, cudaStream_t stream) {
@@ -1242,7 +1527,14 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const TcLaunch tl = tc_launch(path, p, device);
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackThreads = 256, kPackBlocks = 512;
-  tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
+#if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma) {  // one CTA per weight stage
+    const int64_t stages = wg::WgLayout(p.C, p.E).stages();
+    if (stages > INT32_MAX) return cudaErrorInvalidValue;
+    wg::pack_weights_kernel<<<static_cast<unsigned>(stages), wg::kPackThreads, 0, stream>>>(p);
+  } else
+#endif
+    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   // One CTA per (batch row, position tile); ~226 KB of shared memory means
   // one CTA per SM, so the grid runs in waves.
@@ -1251,7 +1543,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
-  tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);
+  tl.kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(tl.threads), tl.smem, stream>>>(p);
   return cudaGetLastError();
 }
 
