@@ -939,11 +939,22 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+// Named barrier kBase + w for warpgroup index w (0 or 1): the ID stays an
+// immediate (with IDs in registers ptxas reserves all 16 barriers, and
+// compute-sanitizer's racecheck reported hazards across a __syncthreads).
+template <int kBase>
+__device__ __forceinline__ void named_sync(int w, int threads) {
+  if (w == 0)
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kBase), "r"(threads) : "memory");
+  else
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kBase + 1), "r"(threads) : "memory");
 }
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+template <int kBase>
+__device__ __forceinline__ void named_arrive(int w, int threads) {
+  if (w == 0)
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(kBase), "r"(threads) : "memory");
+  else
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(kBase + 1), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
@@ -1211,11 +1222,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const float* const taps = ws + lay.taps();
   const uint64_t x_desc0 = smem_desc(smem_u32(xt), kCoreBytes, kCMax / kCoreK * kCoreBytes);
 
-  if (wgi == 1) named_arrive(kTokenBarrier + 0, kThreads);  // warpgroup 0 takes turn 0
+  if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes turn 0
   int turn_start = 0;  // global index of the first stage of turn j
   for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
     if (j % kWarpgroups != wgi) continue;
-    named_sync(kTokenBarrier + wgi, kThreads);
+    named_sync<kTokenBarrier>(wgi, kThreads);
 
     // ---- turn j on the tensor cores ------------------------------------------
     const int n = turns.stages(j), g2 = turns.g2_stages(j), first = turns.first_g2(j);
@@ -1229,9 +1240,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     // alone: 0.49 ms at the headline, 0.30 ms with no refills at all).
     int refill_pending = -1;
     auto release = [&](int t) {
-      named_sync(kGroupBarrier + wgi, kWarpgroupThreads);
+      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
       refill_pending = turn_start + t + kRingStages;
-      if (frees_other && t == kG2StagesPerChunk - 1) named_arrive(kFreeBarrier + (1 - wgi), kThreads);
+      if (frees_other && t == kG2StagesPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
     };
     auto issue_refill = [&]() {
       if (elected && refill_pending >= 0 && refill_pending < total) refill(refill_pending);
@@ -1308,13 +1319,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       release(n - 1);
       issue_refill();
     }
-    if (j + 1 < turns.count()) named_arrive(kTokenBarrier + (1 - wgi), kThreads);
+    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 
     // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
     if (j < turns.nc) {
       WarpTaps<kDwRows> warp_taps;
       warp_taps.load(taps, j, wq * kDwRows, lane);
-      if (j >= 2) named_sync(kFreeBarrier + wgi, kThreads);  // chunk j-2's h3 is read by both
+      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
       {
         // h1 = acc1 + b1 in this warp's rows g and g + 8, exactly 0 at padding.
         const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
