@@ -493,6 +493,33 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
     check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({path})")
 
 
+# The wgmma kernel's turns (kernels/fused_dwsep.cu): chunk c of E (64 channels)
+# belongs to warpgroup c % 2, GEMM2 is split by output-channel half, and the
+# turn and buffer barriers depend on the number of chunks. One chunk (an empty
+# turn), two, an odd and an even count, and C at one stage of 16 input
+# channels, just over one half (129) and unaligned; all long enough for the
+# 128-position tiles.
+WGMMA_TURNS = [
+    # B, C, E, L, K
+    (4, 16, 64, 8191, 5),  # 1 chunk
+    (4, 129, 128, 8190, 9),  # 2 chunks; warpgroup 1's half holds one channel
+    (4, 200, 200, 8191, 7),  # 4 chunks, the last partial
+    (4, 256, 320, 8192, 3),  # 5 chunks
+    (4, 72, 448, 8191, 9),  # 7 chunks
+]
+
+
+@requires_cuda
+@pytest.mark.parametrize("B,C,E,L,K", WGMMA_TURNS)
+def test_cuda_wgmma_chunk_counts(B, C, E, L, K):
+    out, x, ref = run_fused(B, C, E, L, K, True, seed=C + E)
+    with cudnn_tf32(True):
+        path = kernel_path(C, E, K, B, L)
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert path == "wgmma", f"B={B} C={C} E={E} L={L} should take the wgmma kernel, took {path}"
+    check_cuda(out, x, ref, True, f"B={B} C={C} E={E} L={L} K={K} ({path})")
+
+
 @requires_cuda
 @pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 @pytest.mark.parametrize("C,E,K", [(256, 512, 9), (320, 128, 9), (24, 40, 31)])
