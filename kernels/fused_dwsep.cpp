@@ -52,6 +52,20 @@ int64_t check_tensor(const at::Tensor& t, int64_t index, const int64_t (&shape)[
   return kOk;
 }
 
+// The first failing check's code, or kOk.
+template <size_t N>
+int64_t first_error(const int64_t (&codes)[N]) {
+  for (const int64_t code : codes) {
+    if (code != kOk) return code;
+  }
+  return kOk;
+}
+
+// The code for a launch's result.
+int64_t launch_code(cudaError_t err) {
+  return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
+}
+
 // The sizes that decide the path (B and L only pick the tile length) and the
 // scratch (B and L do not change it).
 fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
@@ -87,9 +101,7 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
       check_tensor(wd, 4, wd_shape, x),  check_tensor(bd, 5, e_shape, x),
       check_tensor(w2, 6, w2_shape, x),  check_tensor(b2, 7, c_shape, x),
   };
-  for (const int64_t code : checks) {
-    if (code != kOk) return code;
-  }
+  if (const int64_t code = first_error(checks); code != kOk) return code;
   if (K % 2 != 1) return error(kEvenKernel, 0);
   if (x.numel() == 0) return kOk;
 
@@ -116,8 +128,7 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
   const int64_t ws_code = check_tensor(workspace, 8, ws_shape, x);
   if (ws_code != kOk) return ws_code;
   p.workspace = static_cast<float*>(workspace.data_ptr());
-  const cudaError_t err = fused_dwsep::launch(p, at::cuda::getCurrentCUDAStream(device).stream());
-  return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
+  return launch_code(fused_dwsep::launch(p, at::cuda::getCurrentCUDAStream(device).stream()));
 }
 
 // The depthwise stage of the backward (fused_dwsep_backward.cu): from h1 = W1 x
@@ -143,9 +154,7 @@ int64_t fused_dwsep_depthwise_backward(const at::Tensor& h3, const at::Tensor& g
       check_tensor(h1, 4, act_shape, h1), check_tensor(b1, 5, e_shape, h1),
       check_tensor(wd, 6, wd_shape, h1), check_tensor(bd, 7, e_shape, h1),
   };
-  for (const int64_t code : checks) {
-    if (code != kOk) return code;
-  }
+  if (const int64_t code = first_error(checks); code != kOk) return code;
   if (K % 2 != 1) return error(kEvenKernel, 0);
   if (K > fused_dwsep::kDepthwiseMaxK) return error(kNoKernel, 0);
   if (h1.numel() == 0) return kOk;
@@ -164,9 +173,8 @@ int64_t fused_dwsep_depthwise_backward(const at::Tensor& h3, const at::Tensor& g
   p.E = E;
   p.L = L;
   p.K = K;
-  const cudaError_t err =
-      fused_dwsep::launch_depthwise_backward(p, at::cuda::getCurrentCUDAStream(h1.get_device()).stream());
-  return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
+  return launch_code(
+      fused_dwsep::launch_depthwise_backward(p, at::cuda::getCurrentCUDAStream(h1.get_device()).stream()));
 }
 
 // The CUDA runtime's text for a cudaError_t (a static string: no allocation).

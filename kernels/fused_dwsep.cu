@@ -442,13 +442,6 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
 }
 
-// The same for h1 row `row` of the chunk, columns col..col+3.
-template <class S, class Taps>
-__device__ __forceinline__ float4 depthwise_row(const float* hs, const Taps& taps, int local_row, int row,
-                                                int col) {
-  return depthwise4(hs + row * S::kHStride + col, taps, local_row);
-}
-
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
 // acc + b2): whole rows, 16-byte coalesced where aligned. (C and L as plain
 // values: taking them from Params here cost the split kernel's GEMM1 loop 15
@@ -678,7 +671,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 #pragma unroll(kSplit ? 1 : 2)  // two passes in flight; split mode has no registers to spare
     for (int rr = 0; rr < kDwRowsPerWarp; rr += S::kDwRowsPerPass) {
       const int row = warp * kDwRowsPerWarp + dw_local0 + rr;
-      float4 h3 = depthwise_row<S>(hs, warp_taps, dw_local0 + rr, row, dw_col);
+      float4 h3 = depthwise4(hs + row * kHStride + dw_col, warp_taps, dw_local0 + rr);
       if constexpr (!kSplit)
         h3 = make_float4(tf32_round(h3.x), tf32_round(h3.y), tf32_round(h3.z), tf32_round(h3.w));
       __syncwarp();
@@ -879,8 +872,6 @@ static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
 static_assert(kCMax * kXStride * sizeof(float) <= kXtBytes, "the epilogue's row-major tile fits over x^T");
 static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0, "bulk copies and mbarriers aligned");
 
-constexpr int kCtaThreads = kThreads;  // the two warpgroups
-
 // Named barriers (0 is __syncthreads): per warpgroup, + the warpgroup index.
 constexpr int kGroupBarrier = 1;  // the warpgroup's own 128 threads
 constexpr int kTokenBarrier = 3;  // "your turn": the other warpgroup arrives, this one syncs
@@ -1008,11 +999,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 
 // D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from shared
-// memory (descriptors), for one warpgroup; scale_d == 0 overwrites D. D's
+// memory (descriptors), for one warpgroup. D's
 // layout per warp and n8 tile matches mma.sync's C fragment: warp w of the
 // warpgroup holds rows 16w..16w+15.
-__device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a, uint64_t desc_b,
-                                               int scale_d) {
+__device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
@@ -1034,7 +1024,7 @@ __device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a,
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
         "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+      : "l"(desc_a), "l"(desc_b), "r"(1));
 #endif
 }
 
@@ -1066,8 +1056,7 @@ __device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64
 #endif
 }
 
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
-                                               int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -1088,7 +1077,7 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a,
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+      : "l"(desc_a), "l"(desc_b), "r"(1));
 #endif
 }
 
@@ -1278,7 +1267,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
       for (int m = 0; m < kG2Blocks; ++m) {
         const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
-        wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc, 1);
+        wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
       }
       end_stage(t);
     }
@@ -1298,7 +1287,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
       for (int ks = 1; ks < kG1StepsPerStage; ++ks) {
         g1_desc(a, 0, ks, a_desc, b_desc);
-        wgmma_m64n136k8(acc1, a_desc, b_desc, 1);
+        wgmma_m64n136k8(acc1, a_desc, b_desc);
       }
       end_stage(t);
       for (++t; t < n; ++t) {
@@ -1306,7 +1295,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
         for (int ks = 0; ks < kG1StepsPerStage; ++ks) {
           g1_desc(a2, t - g2, ks, a_desc, b_desc);
-          wgmma_m64n136k8(acc1, a_desc, b_desc, 1);
+          wgmma_m64n136k8(acc1, a_desc, b_desc);
         }
         end_stage(t);
       }
@@ -1480,13 +1469,13 @@ namespace {
 struct TcLaunch {
   void (*kernel)(Params);
   size_t smem;
-  int tile_t, c_max, threads;
+  int tile_t, c_max;
 };
 
 template <class S>
 TcLaunch tc_launch(bool tf32) {
   return {tf32 ? tc::fused_dwsep_tc_kernel<S, false> : tc::fused_dwsep_tc_kernel<S, true>,
-          S::kSmemBytes, S::kTileT, S::kCMax, tc::kThreads};
+          S::kSmemBytes, S::kTileT, S::kCMax};
 }
 
 // The kernel and tiling for a tensor-core path: kTensorCore takes the tile
@@ -1495,7 +1484,7 @@ TcLaunch tc_launch(bool tf32) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, wg::kTileT, wg::kCMax, wg::kCtaThreads};
+    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, wg::kTileT, wg::kCMax};
 #endif
   if (path == Path::kTensorCoreWide)
     return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
@@ -1555,7 +1544,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
-  tl.kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(tl.threads), tl.smem, stream>>>(p);
+  tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);  // both kernels: 8 warps
   return cudaGetLastError();
 }
 

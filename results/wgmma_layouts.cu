@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(128, 1) mb(int iters, float* out, long long* c
       if (MODE == 7) { da = dsc(A + k * 2048, 1024, 128, 0); db = dsc(B + k * 2 * 17408 / 2, 17408, 128, 0); }
       if (MODE == 1) { db = dsc(B + k * 256, 128, 8192, 0); wg136_reg(d, ar, db); }
       else if (MODE == 4) { db = dsc(B + k * 32, 16, 1024, 1); wg136_reg(d, ar, db); }
-      else wgmma_m64n136k8(d, da, db, 1);
+      else wgmma_m64n136k8(d, da, db);
     }
     wgmma_commit();
     wgmma_wait<1>();
