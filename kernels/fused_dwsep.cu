@@ -41,6 +41,7 @@
 
 #include "fused_dwsep.h"
 
+#include <cfloat>
 #include <cstdint>
 
 namespace fused_dwsep {
@@ -65,8 +66,42 @@ __device__ __forceinline__ uint32_t tf32_bits(float v) {
 }
 __device__ __forceinline__ float tf32_round(float v) { return __uint_as_float(tf32_bits(v)); }
 
+// Exact GELU, v * Phi(v), through erfc so that neither tail cancels:
+//   gelu(v) = v - (v/2) erfc(u)  (v >= 0),   (v/2) erfc(u)  (v < 0),   u = |v| / sqrt(2),
+//   erfc(u) = 2^(-u^2 log2(e) + Q(u)),  Q(u) ~ log2(erfcx(u)) on [0, 4]
+// (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
+// Q is a degree-10 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
+// Lawson-weighted least squares (results/gelu_fit.py, which also measures
+// it). Against float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3
+// is large and one TF32 rounding decision that goes the other way shows in
+// y, 0.25 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at
+// most 18 ulp (erff-based: 4000, from 1 + erf cancelling); near 0 at most
+// 9 ulp (erff-based: 2). One MUFU.EX2 and ~20 other instructions against
+// ~30 for erff (which evaluates its two ranges with selected coefficients):
+// the depthwise is on the wgmma kernel's critical path (kernels/NOTES.md, v9).
+constexpr float kGeluUMax = 4.0f;
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
-  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+  const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
+  float q = -5.197978462e-04f;  // Q(z), Horner from the highest power
+  q = fmaf(q, z, 7.311269874e-04f);
+  q = fmaf(q, z, 1.033737441e-03f);
+  q = fmaf(q, z, -4.432593007e-03f);
+  q = fmaf(q, z, 1.231901068e-02f);
+  q = fmaf(q, z, -3.354132921e-02f);
+  q = fmaf(q, z, 8.246926218e-02f);
+  q = fmaf(q, z, -1.900817901e-01f);
+  q = fmaf(q, z, 4.400127530e-01f);
+  q = fmaf(q, z, -1.206554651e+00f);
+  q = fmaf(q, z, -1.969193935e+00f);
+  // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
+  // instructions to keep them; here they are below 1e-38 of |v|).
+  float erfc_u;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(erfc_u) : "f"(fmaf(v * v, -kHalfLog2e, q)));
+  // Half of v, finite for v = +inf (so that gelu(+inf) = +inf, not inf * 0).
+  const float a = 0.5f * fminf(v, FLT_MAX) * erfc_u;
+  return v >= 0.0f ? v - a : a;
 }
 
 // D += A * B for one m16n8k8 TF32 tile. Fragment ownership (g = lane / 4,

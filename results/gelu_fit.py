@@ -1,0 +1,60 @@
+"""Fits the polynomial of the forward kernels' GELU (kernels/fused_dwsep.cu,
+gelu_exact) and measures it against float64, next to the erff-based form.
+
+    erfc(u) = 2^(-u^2 log2(e) + Q(u)),   Q(u) ~ log2(erfcx(u)) on [0, 4],
+    Q a degree-10 polynomial in z = u/2 - 1, fit by Lawson-weighted least
+    squares (converges to the minimax fit) on Chebyshev nodes.
+
+Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
+The float32 evaluation models fmaf as one rounding of the exact a*b + c, and
+the hardware's ex2 as exact to 2 ulp (both signs tried).
+"""
+import numpy as np
+from scipy.special import erf, erfcx
+
+DEGREE, U_MAX = 10, 4.0
+
+z = np.cos(np.pi * (np.arange(6000) + 0.5) / 6000)
+f = np.log2(erfcx((z + 1) * U_MAX / 2))
+w = np.ones_like(z)
+for _ in range(80):
+    coef = np.polyfit(z, f, DEGREE, w=np.sqrt(w))
+    w *= np.abs(np.polyval(coef, z) - f) + 1e-30
+    w /= w.sum()
+coef = coef.astype(np.float32)
+print("Q (highest power first):", ", ".join(f"{c:.9e}f" for c in coef))
+
+f32 = np.float32
+
+
+def fma(a, b, c):
+    return f32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+def gelu_kernel(v, ex2_ulps):
+    v = f32(v)
+    zz = fma(np.minimum(np.abs(v), f32(U_MAX / np.sqrt(0.5))), f32(0.5 * np.sqrt(0.5)), f32(-1))
+    q = coef[0]
+    for c in coef[1:]:
+        q = fma(q, zz, c)
+    e = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
+    a = f32(f32(0.5) * v) * e
+    return np.where(v >= 0, v - a, a)
+
+
+def gelu_erff(v):
+    v = f32(v)
+    return f32(0.5) * v * (f32(1) + f32(erf(np.float64(v * f32(np.sqrt(0.5))))))
+
+
+edges = [-8, -4, -2, -1, 0, 1, 2, 4, 6, 20]
+print(f"{'v range':>12} | {'this max/mean ulp':>18} | {'erff max/mean ulp':>18} | this max abs")
+for lo, hi in zip(edges, edges[1:]):
+    v = np.linspace(lo, hi, 200001, dtype=np.float64).astype(np.float32)
+    exact = 0.5 * v.astype(np.float64) * (1 + erf(v.astype(np.float64) / np.sqrt(2)))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    ulp[ulp == 0] = np.nan
+    err = np.maximum(*(np.abs(gelu_kernel(v, s) - exact) for s in (-2, 2)))
+    e32 = np.abs(gelu_erff(v) - exact)
+    print(f"[{lo:4},{hi:4}) | {np.nanmax(err / ulp):8.2f} {np.nanmean(err / ulp):8.3f} | "
+          f"{np.nanmax(e32 / ulp):8.2f} {np.nanmean(e32 / ulp):8.3f} | {err.max():.2e}")
