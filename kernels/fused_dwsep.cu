@@ -75,8 +75,8 @@ __device__ __forceinline__ float tf32_round(float v) { return __uint_as_float(tf
 // it). Against float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3
 // is large and one TF32 rounding decision that goes the other way shows in
 // y, 0.25 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at
-// most 18 ulp (erff-based: 4000, from 1 + erf cancelling); near 0 at most
-// 9 ulp (erff-based: 2). One MUFU.EX2 and ~20 other instructions against
+// most 19 ulp (erff-based: 4000, from 1 + erf cancelling); near 0 at most
+// 9 ulp (erff-based: 2). One MUFU.EX2 and ~23 other instructions against
 // ~30 for erff (which evaluates its two ranges with selected coefficients):
 // the depthwise is on the wgmma kernel's critical path (kernels/NOTES.md, v9).
 constexpr float kGeluUMax = 4.0f;
@@ -84,17 +84,24 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
   const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  float q = -5.197978462e-04f;  // Q(z), Horner from the highest power
-  q = fmaf(q, z, 7.311269874e-04f);
-  q = fmaf(q, z, 1.033737441e-03f);
-  q = fmaf(q, z, -4.432593007e-03f);
-  q = fmaf(q, z, 1.231901068e-02f);
-  q = fmaf(q, z, -3.354132921e-02f);
-  q = fmaf(q, z, 8.246926218e-02f);
-  q = fmaf(q, z, -1.900817901e-01f);
-  q = fmaf(q, z, 4.400127530e-01f);
-  q = fmaf(q, z, -1.206554651e+00f);
-  q = fmaf(q, z, -1.969193935e+00f);
+  // Q(z) as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5: the
+  // depthwise runs one warp per scheduler and is latency-bound, so the
+  // shorter dependency chain wins over the fewer instructions of one chain
+  // (wgmma kernel at the headline: 0.678 against 0.693 ms; three chains
+  // (Estrin) 0.685).
+  float hi = -5.197978462e-04f;
+  hi = fmaf(hi, z, 7.311269874e-04f);
+  hi = fmaf(hi, z, 1.033737441e-03f);
+  hi = fmaf(hi, z, -4.432593007e-03f);
+  hi = fmaf(hi, z, 1.231901068e-02f);
+  hi = fmaf(hi, z, -3.354132921e-02f);
+  float lo = 8.246926218e-02f;
+  lo = fmaf(lo, z, -1.900817901e-01f);
+  lo = fmaf(lo, z, 4.400127530e-01f);
+  lo = fmaf(lo, z, -1.206554651e+00f);
+  lo = fmaf(lo, z, -1.969193935e+00f);
+  const float z2 = z * z, z5 = z2 * z2 * z;
+  const float q = fmaf(hi, z5, lo);
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
   float erfc_u;
@@ -469,10 +476,14 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
   float h3[kVec];
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    float acc_dw = tap[kTapBias];
+    // Even and odd taps in two sums: half the dependency chain (latency-bound,
+    // as the GELU's polynomial; 0.5% at the headline).
+    float acc_even = tap[kTapBias], acc_odd = 0.0f;
 #pragma unroll
-    for (int m = 0; m < kMaxK; ++m) acc_dw = fmaf(tap[m], win[j + m], acc_dw);
-    h3[j] = gelu_exact(acc_dw);
+    for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
+#pragma unroll
+    for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
+    h3[j] = gelu_exact(acc_even + acc_odd);
   }
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
 }

@@ -6,7 +6,8 @@ gelu_exact) and measures it against float64, next to the erff-based form.
     squares (converges to the minimax fit) on Chebyshev nodes.
 
 Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
-The float32 evaluation models fmaf as one rounding of the exact a*b + c, and
+The float32 evaluation follows the kernel's (Q as two Horner chains joined by
+z^5), models fmaf as one rounding of the exact a*b + c, and
 the hardware's ex2 as exact to 2 ulp (both signs tried).
 """
 import numpy as np
@@ -34,9 +35,14 @@ def fma(a, b, c):
 def gelu_kernel(v, ex2_ulps):
     v = f32(v)
     zz = fma(np.minimum(np.abs(v), f32(U_MAX / np.sqrt(0.5))), f32(0.5 * np.sqrt(0.5)), f32(-1))
-    q = coef[0]
-    for c in coef[1:]:
-        q = fma(q, zz, c)
+    hi = coef[0]  # two Horner chains, as the kernel evaluates Q
+    for c in coef[1:6]:
+        hi = fma(hi, zz, c)
+    lo = coef[6]
+    for c in coef[7:]:
+        lo = fma(lo, zz, c)
+    z2 = zz * zz
+    q = fma(hi, z2 * z2 * zz, lo)
     e = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
     a = f32(f32(0.5) * v) * e
     return np.where(v >= 0, v - a, a)
