@@ -52,6 +52,7 @@ namespace {
 // ---------------------------------------------------------------------------
 
 constexpr int kWarpSize = 32;
+constexpr int kPackThreads = 256;  // threads per CTA of the weight-packing kernels
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -977,8 +978,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 // Named barrier kBase + w for warpgroup index w (0 or 1): the ID stays an
-// immediate (with IDs in registers ptxas reserves all 16 barriers, and
-// compute-sanitizer's racecheck reported hazards across a __syncthreads).
+// immediate (with IDs in registers ptxas reserves all 16 barriers).
 template <int kBase>
 __device__ __forceinline__ void named_sync(int w, int threads) {
   if (w == 0)
@@ -1044,32 +1044,31 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+// The accumulator operands of a wgmma with N/2 fp32 registers per thread, as
+// inline-asm operands with constraint `c` ("+f" accumulates, "=f" overwrites).
+#define FD_ACC8(c, i)                                                                                  \
+  c(d[i]), c(d[i + 1]), c(d[i + 2]), c(d[i + 3]), c(d[i + 4]), c(d[i + 5]), c(d[i + 6]), c(d[i + 7])
+#define FD_ACC64(c)                                                                                    \
+  FD_ACC8(c, 0), FD_ACC8(c, 8), FD_ACC8(c, 16), FD_ACC8(c, 24), FD_ACC8(c, 32), FD_ACC8(c, 40),       \
+      FD_ACC8(c, 48), FD_ACC8(c, 56)
+#define FD_ACC68(c) FD_ACC64(c), c(d[64]), c(d[65]), c(d[66]), c(d[67])
+#define FD_REGS64                                                                                      \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "    \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "    \
+  "%59, %60, %61, %62, %63"
+#define FD_REGS68 FD_REGS64 ", %64, %65, %66, %67"
+
 // D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from shared
-// memory (descriptors), for one warpgroup. D's
-// layout per warp and n8 tile matches mma.sync's C fragment: warp w of the
-// warpgroup holds rows 16w..16w+15.
+// memory (descriptors), for one warpgroup. D's layout per warp and n8 tile
+// matches mma.sync's C fragment: warp w of the warpgroup holds rows
+// 16w..16w+15.
 __device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
-      "%60, %61, %62, %63, %64, %65, %66, %67"
-      "}, %68, %69, p, 1, 1;\n}\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {" FD_REGS68 "}, %68, %69, p, 1, 1;\n}\n"
+      : FD_ACC68("+f")
       : "l"(desc_a), "l"(desc_b), "r"(1));
 #endif
 }
@@ -1080,24 +1079,8 @@ __device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
-      "%60, %61, %62, %63, %64, %65, %66, %67"
-      "}, %68, %69, p, 1, 1;\n}\n"
-      :
-        "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]),
-        "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]),
-        "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]),
-        "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31]),
-        "=f"(d[32]), "=f"(d[33]), "=f"(d[34]), "=f"(d[35]), "=f"(d[36]), "=f"(d[37]), "=f"(d[38]), "=f"(d[39]),
-        "=f"(d[40]), "=f"(d[41]), "=f"(d[42]), "=f"(d[43]), "=f"(d[44]), "=f"(d[45]), "=f"(d[46]), "=f"(d[47]),
-        "=f"(d[48]), "=f"(d[49]), "=f"(d[50]), "=f"(d[51]), "=f"(d[52]), "=f"(d[53]), "=f"(d[54]), "=f"(d[55]),
-        "=f"(d[56]), "=f"(d[57]), "=f"(d[58]), "=f"(d[59]), "=f"(d[60]), "=f"(d[61]), "=f"(d[62]), "=f"(d[63]),
-        "=f"(d[64]), "=f"(d[65]), "=f"(d[66]), "=f"(d[67])
+      "wgmma.mma_async.sync.aligned.m64n136k8.f32.tf32.tf32 {" FD_REGS68 "}, %68, %69, p, 1, 1;\n}\n"
+      : FD_ACC68("=f")
       : "l"(desc_a), "l"(desc_b), "r"(0));
 #endif
 }
@@ -1106,33 +1089,21 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
-      "%60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1;\n}\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" FD_REGS64 "}, %64, %65, p, 1, 1;\n}\n"
+      : FD_ACC64("+f")
       : "l"(desc_a), "l"(desc_b), "r"(1));
 #endif
 }
-
+#undef FD_ACC8
+#undef FD_ACC64
+#undef FD_ACC68
+#undef FD_REGS64
+#undef FD_REGS68
 
 // ---- weight packing ----------------------------------------------------------
 // One CTA per stage (in consumption order): W1 stage: [64 e][16 c] of a chunk;
 // W2 stage: [128 c][8 e] of a half and a chunk; both TF32-rounded, zero
 // outside the matrices.
-constexpr int kPackThreads = 256;
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
@@ -1573,12 +1544,12 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
 
   const TcLaunch tl = tc_launch(path, p, device);
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
-  constexpr int kPackThreads = 256, kPackBlocks = 512;
+  constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma) {  // one CTA per weight stage
     const int64_t stages = wg::WgLayout(p.C, p.E).stages();
     if (stages > INT32_MAX) return cudaErrorInvalidValue;
-    wg::pack_weights_kernel<<<static_cast<unsigned>(stages), wg::kPackThreads, 0, stream>>>(p);
+    wg::pack_weights_kernel<<<static_cast<unsigned>(stages), kPackThreads, 0, stream>>>(p);
   } else
 #endif
     tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
