@@ -993,14 +993,6 @@ __device__ __forceinline__ void named_arrive(int w, int threads) {
   else
     asm volatile("bar.arrive %0, %1;\n" ::"n"(kBase + 1), "r"(threads) : "memory");
 }
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-__device__ __forceinline__ unsigned sm_count() {
-  unsigned n;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
-  return n;
-}
 
 // ---- wgmma --------------------------------------------------------------
 // Shared-memory matrix descriptor, no swizzle: start address, leading byte
@@ -1173,7 +1165,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // 4-byte cp.async straight into the transposed layout (lanes along
   // positions: coalesced reads), zeros outside [0, L) and past C; then one
   // rounding pass. Synchronous loads here left the SM idle for ~40% of the
-  // kernel (ncu), the copies in flight being too few.
+  // kernel (ncu), the copies in flight being too few; so did float4 loads
+  // transposed in registers (4 blocks in flight a thread: 25k cycles a tile
+  // against 19k). No L2 prefetch of the next wave's x either: asked at the
+  // tile's start or mid-tile, it made the kernel 4% slower (kernels/NOTES.md).
   const float* xb = p.x + b * p.C * L;
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
   for (int c = warp; c < c16; c += kWarps) {
@@ -1187,31 +1182,26 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   cp_async_wait<0>();
   __syncthreads();
   {
-    const int vectors = kNX * c16 / kVec;  // core rows: 4 channels of one position
-    for (int i = threadIdx.x; i < vectors; i += kThreads) {
-      const int n = i % kNX, c = (i / kNX) * kCoreK;
-      float4* v = reinterpret_cast<float4*>(xt + core_offset(n, c, kCMax));
-      const float4 t = *v;
-      *v = make_float4(tf32_round(t.x), tf32_round(t.y), tf32_round(t.z), tf32_round(t.w));
+    // Over all of x^T (the channels from c16 on are never read; bounding
+    // the pass by c16 made ptxas spill). kRoundBatch loads before their
+    // stores (34 float4s a thread, 17 a pass): one at a time, the loop
+    // waited out a shared-memory round trip per float4 (~4.5k cycles a tile).
+    constexpr int kVectors = kNX * kCMax / kVec, kRoundPasses = 2;
+    constexpr int kRoundBatch = kVectors / (kThreads * kRoundPasses);
+    static_assert(kRoundBatch * kThreads * kRoundPasses == kVectors, "whole batches");
+    float4* const xt4 = reinterpret_cast<float4*>(xt);
+    for (int i0 = threadIdx.x; i0 < kVectors; i0 += kRoundBatch * kThreads) {
+      float4 v[kRoundBatch];
+#pragma unroll
+      for (int u = 0; u < kRoundBatch; ++u) v[u] = xt4[i0 + u * kThreads];
+#pragma unroll
+      for (int u = 0; u < kRoundBatch; ++u)
+        xt4[i0 + u * kThreads] =
+            make_float4(tf32_round(v[u].x), tf32_round(v[u].y), tf32_round(v[u].z), tf32_round(v[u].w));
     }
   }
   fence_proxy_async();
   __syncthreads();
-
-  // The CTA one wave later stages its x from L2, not DRAM, if this one asks
-  // for it now (each thread: one row of that tile and its halo).
-  {
-    const int64_t next = static_cast<int64_t>(blockIdx.x) + sm_count();
-    if (next < gridDim.x && threadIdx.x < C) {
-      const int64_t nb = next / tiles_per_row, nt0 = (next % tiles_per_row) * kTileT;
-      const int64_t lo = nt0 - kMaxHalf > 0 ? nt0 - kMaxHalf : 0;
-      const int64_t hi = nt0 + kTileT + kMaxHalf < L ? nt0 + kTileT + kMaxHalf : L;
-      const float* row = p.x + (nb * p.C + threadIdx.x) * L;
-      constexpr int kLineFloats = 128 / sizeof(float);
-      for (int64_t t = lo; t < hi; t += kLineFloats) prefetch_l2(row + t);
-      prefetch_l2(row + hi - 1);
-    }
-  }
 
   float acc[kG2Blocks][kG2Acc];
 #pragma unroll
