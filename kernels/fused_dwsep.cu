@@ -153,6 +153,10 @@ __device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, boo
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
                "r"(valid ? 4 : 0));
 }
+// The same with dst as a shared-memory address.
+__device__ __forceinline__ void cp_async_4_zfill_shared(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's newest groups are still in flight.
 template <int N>
@@ -1169,13 +1173,38 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // transposed in registers (4 blocks in flight a thread: 25k cycles a tile
   // against 19k). No L2 prefetch of the next wave's x either: asked at the
   // tile's start or mid-tile, it made the kernel 4% slower (kernels/NOTES.md).
+  // A lane copies columns lane + 32k of every row: their shared-memory offsets
+  // and whether they lie inside [0, L) are worked out once, and the source
+  // address stays valid without a select (channels past C read row C-1, cut
+  // columns the tile's first position inside the row, both with zero bytes
+  // copied; offsets from that position stay small), so that a copy costs
+  // about five instructions (worked out per copy, the 64-bit position tests
+  // and the core offset took ~26 instructions a 4-byte copy, ncu).
   const float* xb = p.x + b * p.C * L;
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  for (int c = warp; c < c16; c += kWarps) {
-    for (int n = lane; n < kNX; n += kWarpSize) {
+  {
+    constexpr int kColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
+    uint32_t col_smem[kColsPerLane];  // byte offset of (column n, channel 0) in x^T
+    uint32_t col_byte[kColsPerLane];  // byte offset of the column from position pos0, 0 where it is cut
+    bool col_in[kColsPerLane];        // inside [0, L) (and a column of the tile)
+    const int64_t pos0 = xcol0 < 0 ? 0 : xcol0;
+#pragma unroll
+    for (int k = 0; k < kColsPerLane; ++k) {
+      const int n = lane + k * kWarpSize;
       const int64_t pos = xcol0 + n;
-      const bool inside = c < C && pos >= 0 && pos < L;
-      cp_async_4_zfill(xt + core_offset(n, c, kCMax), inside ? xb + c * L + pos : xb, inside);
+      col_in[k] = n < kNX && pos >= 0 && pos < L;
+      col_smem[k] = core_offset(n, 0, kCMax) * sizeof(float);
+      col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
+    }
+    const uint32_t xt_smem = smem_u32(xt);
+    for (int c = warp; c < c16; c += kWarps) {
+      const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
+      const uint32_t row_smem = xt_smem + core_offset(0, c, kCMax) * sizeof(float);
+#pragma unroll
+      for (int k = 0; k < kColsPerLane; ++k) {
+        if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
+          cp_async_4_zfill_shared(row_smem + col_smem[k], row + col_byte[k], c < C && col_in[k]);
+      }
     }
   }
   cp_async_commit();
