@@ -148,14 +148,13 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src));
 }
-// Copies 4 bytes, or writes zero when !valid (src is then not read).
-__device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
-               "r"(valid ? 4 : 0));
-}
-// The same with dst as a shared-memory address.
+// Copies 4 bytes to the shared-memory address dst, or writes zero when
+// !valid (src is then not read).
 __device__ __forceinline__ void cp_async_4_zfill_shared(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, bool valid) {
+  cp_async_4_zfill_shared(smem_u32(dst), src, valid);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's newest groups are still in flight.
@@ -1173,6 +1172,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // transposed in registers (4 blocks in flight a thread: 25k cycles a tile
   // against 19k). No L2 prefetch of the next wave's x either: asked at the
   // tile's start or mid-tile, it made the kernel 4% slower (kernels/NOTES.md).
+  //
   // A lane copies columns lane + 32k of every row: their shared-memory offsets
   // and whether they lie inside [0, L) are worked out once, and the source
   // address stays valid without a select (channels past C read row C-1, cut

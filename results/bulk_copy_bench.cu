@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(128, 1) ldg_regs(const char* src, int n, unsig
   if (acc == 12345.f) out[1000] = 1;
 }
 template <class K>
-void run(const char* name, K k, int smem, int grid, int n, int stage_bytes, const char* src, unsigned long long* dout) {
+void run(const char* name, K k, int grid, int n, int stage_bytes, const char* src, unsigned long long* dout) {
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
   std::vector<double> med;
   for (int rep = 0; rep < 3; ++rep) {
@@ -116,21 +116,21 @@ int main() {
   unsigned long long* dout; CK(cudaMalloc(&dout, 8192 * 8));
   const int n = 2048;
   for (int grid : {1, 132}) {
-    run("bulk 4K x5", bulk_ring<4096, 5, 1>, 0, grid, n, 4096, src, dout);
-    run("bulk 4K x1 (latency)", bulk_ring<4096, 1, 1>, 0, grid, 512, 4096, src, dout);
-    run("bulk 4K x3", bulk_ring<4096, 3, 1>, 0, grid, n, 4096, src, dout);
-    run("bulk 4K x10", bulk_ring<4096, 10, 1>, 0, grid, n, 4096, src, dout);
-    run("bulk 4K x20", bulk_ring<4096, 20, 1>, 0, grid, n, 4096, src, dout);
-    run("bulk 4K x5, 4 issuers 1K", bulk_ring<4096, 5, 4>, 0, grid, n, 4096, src, dout);
-    run("bulk 2K x10", bulk_ring<2048, 10, 1>, 0, grid, n, 2048, src, dout);
-    run("bulk 8K x5", bulk_ring<8192, 5, 1>, 0, grid, n, 8192, src, dout);
-    run("bulk 8K x2", bulk_ring<8192, 2, 1>, 0, grid, n, 8192, src, dout);
-    run("bulk 16K x5", bulk_ring<16384, 5, 1>, 0, grid, n, 16384, src, dout);
-    run("ldgsts 4K x5", ldgsts_ring<4096, 5>, 0, grid, n, 4096, src, dout);
-    run("ldgsts 4K x10", ldgsts_ring<4096, 10>, 0, grid, n, 4096, src, dout);
-    run("ldg regs 2K, 4 ahead", ldg_regs<2048, 4>, 0, grid, n, 2048, src, dout);
-    run("ldg regs 2K, 8 ahead", ldg_regs<2048, 8>, 0, grid, n, 2048, src, dout);
-    run("ldg regs 4K, 8 ahead", ldg_regs<4096, 8>, 0, grid, n, 4096, src, dout);
+    run("bulk 4K x5", bulk_ring<4096, 5, 1>, grid, n, 4096, src, dout);
+    run("bulk 4K x1 (latency)", bulk_ring<4096, 1, 1>, grid, 512, 4096, src, dout);
+    run("bulk 4K x3", bulk_ring<4096, 3, 1>, grid, n, 4096, src, dout);
+    run("bulk 4K x10", bulk_ring<4096, 10, 1>, grid, n, 4096, src, dout);
+    run("bulk 4K x20", bulk_ring<4096, 20, 1>, grid, n, 4096, src, dout);
+    run("bulk 4K x5, 4 issuers 1K", bulk_ring<4096, 5, 4>, grid, n, 4096, src, dout);
+    run("bulk 2K x10", bulk_ring<2048, 10, 1>, grid, n, 2048, src, dout);
+    run("bulk 8K x5", bulk_ring<8192, 5, 1>, grid, n, 8192, src, dout);
+    run("bulk 8K x2", bulk_ring<8192, 2, 1>, grid, n, 8192, src, dout);
+    run("bulk 16K x5", bulk_ring<16384, 5, 1>, grid, n, 16384, src, dout);
+    run("ldgsts 4K x5", ldgsts_ring<4096, 5>, grid, n, 4096, src, dout);
+    run("ldgsts 4K x10", ldgsts_ring<4096, 10>, grid, n, 4096, src, dout);
+    run("ldg regs 2K, 4 ahead", ldg_regs<2048, 4>, grid, n, 2048, src, dout);
+    run("ldg regs 2K, 8 ahead", ldg_regs<2048, 8>, grid, n, 2048, src, dout);
+    run("ldg regs 4K, 8 ahead", ldg_regs<4096, 8>, grid, n, 4096, src, dout);
   }
   return 0;
 }
