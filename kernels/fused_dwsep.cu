@@ -68,28 +68,31 @@ __device__ __forceinline__ uint32_t tf32_bits(float v) {
 __device__ __forceinline__ float tf32_round(float v) { return __uint_as_float(tf32_bits(v)); }
 
 // Exact GELU, v * Phi(v), through erfc so that neither tail cancels:
-//   gelu(v) = v - (v/2) erfc(u)  (v >= 0),   (v/2) erfc(u)  (v < 0),   u = |v| / sqrt(2),
-//   erfc(u) = 2^(-u^2 log2(e) + Q(u)),  Q(u) ~ log2(erfcx(u)) on [0, 4]
+//   gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2)
+// (v - (v/2) erfc(u) for v >= 0, (v/2) erfc(u) for v < 0, in one form), with
+//   erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),  Q(u) ~ log2(erfcx(u)) on [0, 4]
 // (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
 // Q is a degree-10 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
 // Lawson-weighted least squares (results/gelu_fit.py, which also measures
-// it). Against float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3
-// is large and one TF32 rounding decision that goes the other way shows in
-// y, 0.25 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at
-// most 19 ulp (erff-based: 4000, from 1 + erf cancelling); near 0 at most
-// 9 ulp (erff-based: 2). One MUFU.EX2 and ~23 other instructions against
-// ~30 for erff (which evaluates its two ranges with selected coefficients):
-// the depthwise is on the wgmma kernel's critical path (kernels/NOTES.md, v9).
+// it); its constant term carries the -1. Against float64: <= 2.4e-7 absolute
+// everywhere; for v >= 2, where h3 is large and one TF32 rounding decision
+// that goes the other way shows in y, 0.25 ulp mean (erff-based
+// 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 19 ulp (erff-based: 4000,
+// from 1 + erf cancelling). One MUFU.EX2 and ~21 other instructions against
+// ~30 for erff.
+// No branch and no predicate: the depthwise that calls it is latency-bound
+// (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
+// ptxas evaluated the GELUs one after another; without it, it interleaves
+// them (kernels/NOTES.md, v10).
 constexpr float kGeluUMax = 4.0f;
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
   const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  // Q(z) as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5: the
-  // depthwise runs one warp per scheduler and is latency-bound, so the
-  // shorter dependency chain wins over the fewer instructions of one chain
-  // (wgmma kernel at the headline: 0.678 against 0.693 ms; three chains
-  // (Estrin) 0.685).
+  // Q(z) - 1 as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5:
+  // the shorter dependency chain wins over the fewer instructions of one
+  // chain (wgmma kernel at the headline: 0.678 against 0.693 ms; three
+  // chains (Estrin) 0.685).
   float hi = -5.197978462e-04f;
   hi = fmaf(hi, z, 7.311269874e-04f);
   hi = fmaf(hi, z, 1.033737441e-03f);
@@ -100,16 +103,17 @@ __device__ __forceinline__ float gelu_exact(float v) {
   lo = fmaf(lo, z, -1.900817901e-01f);
   lo = fmaf(lo, z, 4.400127530e-01f);
   lo = fmaf(lo, z, -1.206554651e+00f);
-  lo = fmaf(lo, z, -1.969193935e+00f);
+  lo = fmaf(lo, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
   const float z2 = z * z, z5 = z2 * z2 * z;
   const float q = fmaf(hi, z5, lo);
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
-  float erfc_u;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(erfc_u) : "f"(fmaf(v * v, -kHalfLog2e, q)));
-  // Half of v, finite for v = +inf (so that gelu(+inf) = +inf, not inf * 0).
-  const float a = 0.5f * fminf(v, FLT_MAX) * erfc_u;
-  return v >= 0.0f ? v - a : a;
+  float half_erfc;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(half_erfc) : "f"(fmaf(v * v, -kHalfLog2e, q)));
+  // |v|, except FLT_MAX for v = +inf: gelu(+inf) = +inf and gelu(-inf) =
+  // inf * 0 = NaN, as PyTorch's; a NaN v propagates through half_erfc.
+  const float abs_v = fmaxf(-v, fminf(v, FLT_MAX));
+  return fmaf(-abs_v, half_erfc, fmaxf(v, 0.0f));
 }
 
 // D += A * B for one m16n8k8 TF32 tile. Fragment ownership (g = lane / 4,
@@ -1353,18 +1357,27 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       warp_taps.load(taps, j, wq * kDwRows, lane);
       if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
       {
-        // h1 = acc1 + b1 in this warp's rows g and g + 8, exactly 0 at padding.
+        // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
         const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
         const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
         const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
 #pragma unroll
         for (int nt = 0; nt < kNX / kMmaN; ++nt) {
           const int col = nt * kMmaN + 2 * q;
-          const bool in0 = col >= col_lo && col < col_hi, in1 = col + 1 >= col_lo && col + 1 < col_hi;
           *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
-              make_float2(in0 ? acc1[nt * 4 + 0] + b1_a : 0.0f, in1 ? acc1[nt * 4 + 1] + b1_a : 0.0f);
+              make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
           *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
-              make_float2(in0 ? acc1[nt * 4 + 2] + b1_b : 0.0f, in1 ? acc1[nt * 4 + 3] + b1_b : 0.0f);
+              make_float2(acc1[nt * 4 + 2] + b1_b, acc1[nt * 4 + 3] + b1_b);
+        }
+      }
+      // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
+      // after the plain stores above: testing every column there cost a third
+      // of the h1 store's instructions in every tile (SASS).
+      if (col_lo > 0 || col_hi < kNX) {
+        __syncwarp();
+        for (int i = lane; i < kDwRows * kNX; i += kWarpSize) {
+          const int col = i % kNX;
+          if (col < col_lo || col >= col_hi) warp_h[(i / kNX) * kHRowFloats + col] = 0.0f;
         }
       }
       __syncwarp();

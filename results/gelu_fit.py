@@ -1,7 +1,8 @@
 """Fits the polynomial of the forward kernels' GELU (kernels/fused_dwsep.cu,
 gelu_exact) and measures it against float64, next to the erff-based form.
 
-    erfc(u) = 2^(-u^2 log2(e) + Q(u)),   Q(u) ~ log2(erfcx(u)) on [0, 4],
+    gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2),
+    erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),   Q(u) ~ log2(erfcx(u)) on [0, 4],
     Q a degree-10 polynomial in z = u/2 - 1, fit by Lawson-weighted least
     squares (converges to the minimax fit) on Chebyshev nodes.
 
@@ -39,13 +40,13 @@ def gelu_kernel(v, ex2_ulps):
     for c in coef[1:6]:
         hi = fma(hi, zz, c)
     lo = coef[6]
-    for c in coef[7:]:
+    for c in coef[7:-1]:
         lo = fma(lo, zz, c)
+    lo = fma(lo, zz, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
     z2 = zz * zz
     q = fma(hi, z2 * z2 * zz, lo)
-    e = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
-    a = f32(f32(0.5) * v) * e
-    return np.where(v >= 0, v - a, a)
+    half_erfc = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
+    return fma(-np.abs(v), half_erfc, np.maximum(v, f32(0)))  # max(v, 0) - (|v|/2) erfc(u)
 
 
 def gelu_erff(v):
