@@ -879,8 +879,10 @@ constexpr int kG2StageK = kStageFloats / kG2Rows;
 constexpr int kG1StepsPerStage = kG1StageK / kMmaK;
 constexpr int kG2StagesPerChunk = kEChunk / kG2StageK;
 static_assert(kG1StageK == 16 && kG2StageK == kMmaK, "a W1 stage is two k-steps, a W2 stage one");
-// Ring depth: what shared memory leaves after x^T and the two h buffers
-// (3 to 5 measured the same at the headline; 2 was 30% slower).
+// Ring depth: what shared memory leaves after x^T and the two h buffers.
+// Since v10's faster depthwise the turns wait on the ring: 3 slots made the
+// headline 65% slower than 5, and 2 slots of 8 KB (half the copies, less
+// lookahead) 45% slower (kernels/NOTES.md).
 constexpr int kRingStages = 5;
 
 // Packed weights for this kernel: every stage of a tile, in the order the
