@@ -497,8 +497,8 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
 # belongs to warpgroup c % 2, GEMM2 is split by output-channel half, and the
 # turn and buffer barriers depend on the number of chunks. One chunk (an empty
 # turn), two, an odd and an even count, and C at one stage of 16 input
-# channels, just over one half (129) and unaligned; all long enough for the
-# 128-position tiles.
+# channels, just over one half (129) and unaligned; all with enough tiles for
+# the 128-position tiles, one with rows shorter than a tile.
 WGMMA_TURNS = [
     # B, C, E, L, K
     (4, 16, 64, 8191, 5),  # 1 chunk
@@ -506,6 +506,7 @@ WGMMA_TURNS = [
     (4, 200, 200, 8191, 7),  # 4 chunks, the last partial
     (4, 256, 320, 8192, 3),  # 5 chunks
     (4, 72, 448, 8191, 9),  # 7 chunks
+    (264, 48, 136, 100, 9),  # 3 chunks; rows shorter than a tile: padding at both ends of every tile
 ]
 
 
