@@ -465,17 +465,19 @@ struct WarpTaps {
 
 // Depthwise + bd + GELU for 4 consecutive outputs of one h1 row (the warp's
 // row local_row): h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps
-// centred, zeros around them), read as three 16-byte windows from hrow (the
-// row's h1 at the first output's column).
+// centred, zeros around them), from the row's h1 at the first output's
+// column onwards, as three 16-byte windows.
+constexpr int kDwWindows = kDwWindow / kVec;
 template <class Taps>
-__device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps, int local_row) {
+__device__ __forceinline__ float4 depthwise4(const float4 (&windows)[kDwWindows], const Taps& taps,
+                                             int local_row) {
   float tap[kMaxK + 1];
 #pragma unroll
   for (int m = 0; m <= kTapBias; ++m) tap[m] = taps.get(local_row, m);
   float win[kDwWindow];
 #pragma unroll
-  for (int v = 0; v < kDwWindow / kVec; ++v) {
-    const float4 w4 = *reinterpret_cast<const float4*>(hrow + v * kVec);
+  for (int v = 0; v < kDwWindows; ++v) {
+    const float4 w4 = windows[v];
     win[v * kVec + 0] = w4.x;
     win[v * kVec + 1] = w4.y;
     win[v * kVec + 2] = w4.z;
@@ -494,6 +496,14 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
     h3[j] = gelu_exact(acc_even + acc_odd);
   }
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
+}
+// The same with the windows read from hrow (16-byte aligned).
+template <class Taps>
+__device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps, int local_row) {
+  float4 windows[kDwWindows];
+#pragma unroll
+  for (int v = 0; v < kDwWindows; ++v) windows[v] = *reinterpret_cast<const float4*>(hrow + v * kVec);
+  return depthwise4(windows, taps, local_row);
 }
 
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
@@ -879,41 +889,52 @@ constexpr int kG2StageK = kStageFloats / kG2Rows;
 constexpr int kG1StepsPerStage = kG1StageK / kMmaK;
 constexpr int kG2StagesPerChunk = kEChunk / kG2StageK;
 static_assert(kG1StageK == 16 && kG2StageK == kMmaK, "a W1 stage is two k-steps, a W2 stage one");
-// Ring depth: what shared memory leaves after x^T and the two h buffers.
-// Since v10's faster depthwise the turns wait on the ring: 3 slots made the
-// headline 65% slower than 5, and 2 slots of 8 KB (half the copies, less
-// lookahead) 45% slower (kernels/NOTES.md).
-constexpr int kRingStages = 5;
+// The ring: kRingSlots slots of kPairStages consecutive stages, each slot
+// filled by one bulk copy and waited on, released and refilled as a unit.
+// The turns are bound by the fixed cost of each of these steps (mbarrier
+// wait, wgmma group, warpgroup barrier, bulk-copy issue: ~440 cycles a 4 KB
+// stage at the headline against ~130 of tensor-core work, clock64 trace,
+// kernels/NOTES.md), so a slot holds two stages; three slots is what shared
+// memory leaves after x^T and the two h buffers.
+constexpr int kPairStages = 2;
+constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
+constexpr int kRingSlots = 3;
 
 // Packed weights for this kernel: every stage of a tile, in the order the
 // turns consume them (so stage i of the ring is simply stage i here: the
 // refill on the turn's critical path is one address computation), then the
 // depthwise records (as PackedLayout::taps).
 struct WgLayout {
-  int64_t nc, nkb;  // chunks of E; W1 stages per chunk (C in steps of 16)
+  // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
+  // ring slots: a turn's stages fill whole slots; the extra stage is zeros)
+  int64_t nc, nkb;
   __host__ __device__ WgLayout(int64_t C, int64_t E)
-      : nc(ceil_div(E, kEChunk)), nkb(ceil_div(C, kG1StageK)) {}
+      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), kPairStages)) {}
   __host__ __device__ int64_t stages() const { return nc * (kWarpgroups * kG2StagesPerChunk + nkb); }
   __host__ __device__ int64_t taps() const { return stages() * kStageFloats; }
   __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
 };
 
 // h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15 of
-// the chunk as h1 rows of kNX floats (stride kNX: 8 mod 32, so the
-// accumulator stores are conflict-free). The depthwise overwrites the first
+// the chunk as h1 rows of kHRowFloats floats: columns 0..131 of the kNX;
+// the last kMaxHalf (the right halo, read only by lane 31) stay in
+// registers and reach it by shuffles (HTail), which is what leaves shared
+// memory room for the ring's third slot. The depthwise overwrites the first
 // kDwRows / 4 * kH3CoreFloats floats of those rows with h3^T of the same 16
 // channels: K-cores of [128 positions][4 channels] (a K-core of h3^T is
 // position-major: 8-row groups adjacent), which GEMM2 reads with a K-core
-// stride of kH3CoreFloats. K-core kc overlaps only h1 rows 4kc-1 .. 4kc+3,
-// all read once the rows of group kc are.
+// stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1) begins, so it
+// overlaps only rows already read once the rows of group kc are.
 constexpr int kDwRows = kEChunk / kGroupWarps;
-constexpr int kHRowFloats = kNX;
+constexpr int kHRowFloats = kNX - kMaxHalf;
 constexpr int kHWarpFloats = kDwRows * kHRowFloats;
 constexpr int kHBufFloats = kGroupWarps * kHWarpFloats;
 constexpr int kH3CoreFloats = kTileT * kCoreK;
 constexpr int kDwGroups = kDwRows / kCoreK;
 static_assert(kDwGroups * kH3CoreFloats <= kHWarpFloats, "h3^T of a warp's rows fits over them");
-static_assert(kHRowFloats % 32 == 8 && kTileT == kWarpSize * kVec, "h1 rows: stride 8 mod 32; a lane has 4 outputs");
+static_assert(kH3CoreFloats <= kCoreK * kHRowFloats, "K-core kc overlaps no h1 row of a later group");
+static_assert(kHRowFloats % kVec == 0 && kTileT == kWarpSize * kVec && kHRowFloats == kTileT + kVec,
+              "h1 rows: whole 16-byte windows; a lane has 4 outputs; lane 31's last window is the tail");
 static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
               "a warp's rows are two GEMM2 k-steps");
 
@@ -922,8 +943,8 @@ static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && k
 constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
 constexpr size_t kHOffset = kXtBytes;
 constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
-constexpr size_t kBarOffset = kRingOffset + kRingStages * kStageBytes;
-constexpr size_t kSmemBytes = kBarOffset + kRingStages * sizeof(uint64_t);
+constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
+constexpr size_t kSmemBytes = kBarOffset + kRingSlots * sizeof(uint64_t);
 static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
 static_assert(kCMax * kXStride * sizeof(float) <= kXtBytes, "the epilogue's row-major tile fits over x^T");
 static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0, "bulk copies and mbarriers aligned");
@@ -1136,7 +1157,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem_f4);
   float* xt = reinterpret_cast<float*>(smem);                 // x^T cores [kNX][kCMax]
   float* hbuf = reinterpret_cast<float*>(smem + kHOffset);    // [kWarpgroups][kHBufFloats]
-  const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingStages x kStageBytes
+  const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingSlots x kSlotBytes
   const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
 
@@ -1156,18 +1177,20 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
-  const int total = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb);  // lay.stages(), in 32 bits
+  // lay.stages() / kPairStages, in 32 bits: the ring's slot fills of a tile
+  const int total_pairs = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb) / kPairStages;
   const float* ws = p.workspace;
-  auto refill = [&](int i) {  // stage i into its slot (one thread)
-    const int slot = i % kRingStages;
-    bulk_load(ring + slot * kStageBytes, ws + static_cast<int64_t>(i) * kStageFloats, kStageBytes, bar(slot));
+  auto refill = [&](int i) {  // stages 2i, 2i + 1 into their slot (one thread)
+    const int slot = i % kRingSlots;
+    bulk_load(ring + slot * kSlotBytes, ws + static_cast<int64_t>(i) * kPairStages * kStageFloats, kSlotBytes,
+              bar(slot));
   };
 
   // ---- weight ring: the first stages travel while x is staged -----------------
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kRingStages; ++s) mbar_init(bar(s), 1);
+    for (int s = 0; s < kRingSlots; ++s) mbar_init(bar(s), 1);
     fence_mbar_init();
-    for (int i = 0; i < kRingStages && i < total; ++i) refill(i);
+    for (int i = 0; i < kRingSlots && i < total_pairs; ++i) refill(i);
   }
 
   // ---- stage x^T, TF32-rounded ---------------------------------------------
@@ -1254,64 +1277,64 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const uint64_t x_desc0 = smem_desc(smem_u32(xt), kCoreBytes, kCMax / kCoreK * kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes turn 0
-  int turn_start = 0;  // global index of the first stage of turn j
+  int turn_start = 0;  // global index of the first stage of turn j (even: turns fill whole slots)
   for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
     if (j % kWarpgroups != wgi) continue;
     named_sync<kTokenBarrier>(wgi, kThreads);
 
     // ---- turn j on the tensor cores ------------------------------------------
-    const int n = turns.stages(j), g2 = turns.g2_stages(j), first = turns.first_g2(j);
+    // In slots: n of them, the first g2 for GEMM2 (a W2 chunk's stages fill
+    // whole slots, so no slot mixes chunks or GEMMs).
+    const int n = turns.stages(j) / kPairStages, g2 = turns.g2_stages(j) / kPairStages;
+    const int first = turns.first_g2(j), fill0 = turn_start / kPairStages;
     // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
     // takes h1 of chunk j-1 once this GEMM2 is done with it.
     const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
-    // Stage t's wgmmas are done in every warp: its slot may take stage t +
-    // kRingStages. The copy itself is issued one stage later, once the next
-    // stage's wgmmas are queued (`refill_pending`): issued here, on the path
-    // to the next wgmma, it held the other three warps at it (the turns
-    // alone at the headline: 0.49 ms so, 0.45 ms deferred, 0.30 ms with no
-    // refills at all).
-    int refill_pending = -1;
-    auto release = [&](int t) {
+    // Slot fill u's wgmmas are done in every warp: the slot takes fill u +
+    // kRingSlots at once (with three slots, deferring the copy past the next
+    // wgmmas, as the 4 KB ring did, would leave no fill in flight).
+    auto release = [&](int u) {
       named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-      refill_pending = turn_start + t + kRingStages;
-      if (frees_other && t == kG2StagesPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+      const int next = fill0 + u + kRingSlots;
+      if (elected && next < total_pairs) refill(next);
+      if (frees_other && u == kG2StagesPerChunk / kPairStages - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
     };
-    auto issue_refill = [&]() {
-      if (elected && refill_pending >= 0 && refill_pending < total) refill(refill_pending);
-      refill_pending = -1;
-    };
-    // Each stage: wait for its bytes, issue its wgmmas, issue the refill
-    // released by the previous stage, and once the previous stage's wgmmas
-    // are done, release that one (one group stays in flight).
-    auto begin_stage = [&](int t) {
-      const int i = turn_start + t, slot = i % kRingStages;
-      mbar_wait(bar(slot), (i / kRingStages) & 1);
+    // Each slot: wait for its bytes, issue its wgmmas as one group, and once
+    // the previous slot's group is done, release that one (one group stays in
+    // flight).
+    auto begin_fill = [&](int u) {
+      const int i = fill0 + u, slot = i % kRingSlots;
+      mbar_wait(bar(slot), (i / kRingSlots) & 1);
       wgmma_fence();
-      return ring + slot * kStageBytes;
+      return ring + slot * kSlotBytes;
     };
-    auto end_stage = [&](int t) {
+    auto end_fill = [&](int u) {
       wgmma_commit();
-      issue_refill();
-      if (t > 0) {
+      if (u > 0) {
         wgmma_wait<1>();
-        release(t - 1);
+        release(u - 1);
       }
     };
-    int t = 0;
-    for (; t < g2; ++t) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
-      const uint32_t a = begin_stage(t);
-      const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
-      // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
-      // owner, K-cores 2 (s % 2) and the next.
-      const float* h3t = hbuf + (chunk % kWarpgroups) * kHBufFloats + (s / 2) * kHWarpFloats +
-                         (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
-      const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+    int u = 0;
+    for (; u < g2; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+      const uint32_t slot = begin_fill(u);
 #pragma unroll
-      for (int m = 0; m < kG2Blocks; ++m) {
-        const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
-        wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
+      for (int h = 0; h < kPairStages; ++h) {
+        const int t = u * kPairStages + h;
+        const uint32_t a = slot + h * kStageBytes;
+        const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
+        // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
+        // owner, K-cores 2 (s % 2) and the next.
+        const float* h3t = hbuf + (chunk % kWarpgroups) * kHBufFloats + (s / 2) * kHWarpFloats +
+                           (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
+        const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+#pragma unroll
+        for (int m = 0; m < kG2Blocks; ++m) {
+          const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
+          wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
+        }
       }
-      end_stage(t);
+      end_fill(u);
     }
     // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
     // k-step overwrites (peeled, so the compiler sees acc1 dead from its h1
@@ -1321,36 +1344,35 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
       b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
     };
-    if (t < n) {
-      const uint32_t a = begin_stage(t);
+    if (u < n) {
+      const uint32_t slot = begin_fill(u);
       uint64_t a_desc, b_desc;
-      g1_desc(a, 0, 0, a_desc, b_desc);
+      g1_desc(slot, 0, 0, a_desc, b_desc);
       wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
 #pragma unroll
-      for (int ks = 1; ks < kG1StepsPerStage; ++ks) {
-        g1_desc(a, 0, ks, a_desc, b_desc);
+      for (int q1 = 1; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+        const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
+        g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
         wgmma_m64n136k8(acc1, a_desc, b_desc);
       }
-      end_stage(t);
-      for (++t; t < n; ++t) {
-        const uint32_t a2 = begin_stage(t);
+      end_fill(u);
+      for (++u; u < n; ++u) {
+        const uint32_t slot2 = begin_fill(u);
+        const int kb0 = (u - g2) * kPairStages;
 #pragma unroll
-        for (int ks = 0; ks < kG1StepsPerStage; ++ks) {
-          g1_desc(a2, t - g2, ks, a_desc, b_desc);
+        for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+          const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
+          g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
           wgmma_m64n136k8(acc1, a_desc, b_desc);
         }
-        end_stage(t);
+        end_fill(u);
       }
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
     fence_operands(acc1);
-    issue_refill();
-    if (n > 0) {
-      release(n - 1);
-      issue_refill();
-    }
+    if (n > 0) release(n - 1);
     if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 
     // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
@@ -1358,40 +1380,75 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       WarpTaps<kDwRows> warp_taps;
       warp_taps.load(taps, j, wq * kDwRows, lane);
       if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
-      {
-        // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
-        const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
-        const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
-        const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+      // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
+      const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
+      const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
+      const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
 #pragma unroll
-        for (int nt = 0; nt < kNX / kMmaN; ++nt) {
-          const int col = nt * kMmaN + 2 * q;
+      for (int nt = 0; nt < kNX / kMmaN; ++nt) {
+        const int col = nt * kMmaN + 2 * q;
+        if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {
           *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
               make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
           *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
               make_float2(acc1[nt * 4 + 2] + b1_b, acc1[nt * 4 + 3] + b1_b);
         }
       }
+      // The right halo (columns kHRowFloats.. of row r) to lane r: its two
+      // column pairs are in lanes 4 (r % 8) + 2 and + 3, rows r % 8 and
+      // r % 8 + 8 in the last n8 tile's registers.
+      float4 tail;
+      {
+        constexpr int kLast = (kNX / kMmaN - 1) * 4;
+        static_assert(kHRowFloats == kNX - kMaxHalf && kMaxHalf == 4 && kHRowFloats % kMmaN == 4,
+                      "the tail is lanes q = 2, 3 of the last n8 tile");
+        const int src = 4 * (lane % 8) + 2;
+        const bool upper = lane / 8 % 2 == 1;  // row r % 8 + 8 (lanes 16.. get copies they do not use)
+        const float a0 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src);
+        const float a1 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src);
+        const float a2 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src + 1);
+        const float a3 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src + 1);
+        const float c0 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src);
+        const float c1 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src);
+        const float c2 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src + 1);
+        const float c3 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src + 1);
+        tail = upper ? make_float4(c0, c1, c2, c3) : make_float4(a0, a1, a2, a3);
+        // Padding: columns from col_hi on (col_lo <= kMaxHalf never reaches the tail).
+        if (kHRowFloats + 0 >= col_hi) tail.x = 0.0f;
+        if (kHRowFloats + 1 >= col_hi) tail.y = 0.0f;
+        if (kHRowFloats + 2 >= col_hi) tail.z = 0.0f;
+        if (kHRowFloats + 3 >= col_hi) tail.w = 0.0f;
+      }
       // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
       // after the plain stores above: testing every column there cost a third
       // of the h1 store's instructions in every tile (SASS).
       if (col_lo > 0 || col_hi < kNX) {
         __syncwarp();
-        for (int i = lane; i < kDwRows * kNX; i += kWarpSize) {
-          const int col = i % kNX;
-          if (col < col_lo || col >= col_hi) warp_h[(i / kNX) * kHRowFloats + col] = 0.0f;
+        for (int i = lane; i < kDwRows * kHRowFloats; i += kWarpSize) {
+          const int col = i % kHRowFloats;
+          if (col < col_lo || col >= col_hi) warp_h[i] = 0.0f;
         }
       }
       __syncwarp();
       // Rows in groups of 4 (one K-core of h3^T): compute the group, then
       // write its core, which overlaps only rows already read.
+      const bool tail_lane = lane == kWarpSize - 1;
 #pragma unroll 1
       for (int kc = 0; kc < kDwGroups; ++kc) {
         float4 v[kCoreK];
 #pragma unroll
         for (int r = 0; r < kCoreK; ++r) {
           const int row = kc * kCoreK + r;
-          const float4 h = depthwise4(warp_h + row * kHRowFloats + lane * kVec, warp_taps, row);
+          const float* hrow = warp_h + row * kHRowFloats + lane * kVec;
+          float4 windows[kDwWindows];
+#pragma unroll
+          for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
+          // The last window: lane 31's is the tail (its address would be the next row's start).
+          const float4 last = *reinterpret_cast<const float4*>(hrow + (tail_lane ? 0 : (kDwWindows - 1) * kVec));
+          const float4 t4 = make_float4(__shfl_sync(0xffffffffu, tail.x, row), __shfl_sync(0xffffffffu, tail.y, row),
+                                        __shfl_sync(0xffffffffu, tail.z, row), __shfl_sync(0xffffffffu, tail.w, row));
+          windows[kDwWindows - 1] = tail_lane ? t4 : last;
+          const float4 h = depthwise4(windows, warp_taps, row);
           v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
         }
         __syncwarp();
