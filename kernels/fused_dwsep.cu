@@ -832,9 +832,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 // K-major in core matrices (8 rows x 4 TF32 = 128 contiguous bytes, no
 // swizzle). The weights are packed per call into 4 KB stages in that layout,
 // in the order the turns consume them, and stream through a ring of
-// kRingStages slots by bulk copies (cp.async.bulk), one mbarrier per slot; the
-// warpgroup whose turn it is refills a slot once its wgmmas are done with it
-// (the copy issued after the next stage's wgmmas are queued).
+// kRingSlots slots of two stages by bulk copies (cp.async.bulk), one mbarrier
+// per slot; the warpgroup whose turn it is issues a slot's wgmmas as one
+// group and refills the slot as soon as that group is done in all its warps.
 // Exact mode (3xTF32) would need the low parts of x in shared memory too,
 // which do not fit: it stays on the mma.sync kernel.
 
@@ -917,13 +917,15 @@ struct WgLayout {
 
 // h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15 of
 // the chunk as h1 rows of kHRowFloats floats: columns 0..131 of the kNX;
-// the last kMaxHalf (the right halo, read only by lane 31) stay in
-// registers and reach it by shuffles (HTail), which is what leaves shared
-// memory room for the ring's third slot. The depthwise overwrites the first
-// kDwRows / 4 * kH3CoreFloats floats of those rows with h3^T of the same 16
-// channels: K-cores of [128 positions][4 channels] (a K-core of h3^T is
-// position-major: 8-row groups adjacent), which GEMM2 reads with a K-core
-// stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1) begins, so it
+// the last kMaxHalf (the right halo, read only by lane 31's last window) are
+// gathered from the accumulators by shuffles and stored in gaps the h3^T
+// cores leave (see the depthwise), which is what leaves shared memory room
+// for the ring's third slot (a row stride of 4 mod 32 makes the accumulator
+// stores 2-way bank conflicts; 136 was conflict-free). The depthwise
+// overwrites the first kDwRows / 4 * kH3CoreFloats floats of those rows with
+// h3^T of the same 16 channels: K-cores of [128 positions][4 channels] (a
+// K-core of h3^T is position-major: 8-row groups adjacent), which GEMM2 reads
+// with a K-core stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1) begins, so it
 // overlaps only rows already read once the rows of group kc are.
 constexpr int kDwRows = kEChunk / kGroupWarps;
 constexpr int kHRowFloats = kNX - kMaxHalf;
@@ -944,10 +946,15 @@ constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
 constexpr size_t kHOffset = kXtBytes;
 constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
 constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
-constexpr size_t kSmemBytes = kBarOffset + kRingSlots * sizeof(uint64_t);
+// The right halo of a warp's first 4 rows (the later rows' go where the
+// h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
+constexpr int kTailFloats = kCoreK * kMaxHalf;
+constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
+constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
 static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
 static_assert(kCMax * kXStride * sizeof(float) <= kXtBytes, "the epilogue's row-major tile fits over x^T");
-static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0, "bulk copies and mbarriers aligned");
+static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0 && kTailOffset % 16 == 0,
+              "bulk copies, mbarriers and 16-byte tail loads aligned");
 
 // Named barriers (0 is __syncthreads): per warpgroup, + the warpgroup index.
 constexpr int kGroupBarrier = 1;  // the warpgroup's own 128 threads
@@ -1159,6 +1166,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float* hbuf = reinterpret_cast<float*>(smem + kHOffset);    // [kWarpgroups][kHBufFloats]
   const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingSlots x kSlotBytes
   const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
+  float* const tail0 = reinterpret_cast<float*>(smem + kTailOffset) + threadIdx.x / kWarpSize * kTailFloats;
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -1396,7 +1404,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       }
       // The right halo (columns kHRowFloats.. of row r) to lane r: its two
       // column pairs are in lanes 4 (r % 8) + 2 and + 3, rows r % 8 and
-      // r % 8 + 8 in the last n8 tile's registers.
+      // r % 8 + 8 in the last n8 tile's registers. Lane r stores it where lane
+      // 31 reads it for the rows of its group (tail_at): delivered by 4
+      // shuffles a row instead, it cost 4% of the kernel at the headline.
       float4 tail;
       {
         constexpr int kLast = (kNX / kMmaN - 1) * 4;
@@ -1419,6 +1429,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (kHRowFloats + 2 >= col_hi) tail.z = 0.0f;
         if (kHRowFloats + 3 >= col_hi) tail.w = 0.0f;
       }
+      // Group kc's tails: group 0's in this warp's tail0, group kc's from 1 on
+      // in the 16 floats from K-core kc's start, which belong to h1 row 4kc-1
+      // (read in group kc-1) and which the core itself overwrites only after
+      // group kc is read.
+      static_assert(kTailFloats <= kCoreK * kHRowFloats - kH3CoreFloats, "a group's tails fit in the gap");
+      auto tail_at = [&](int kc) { return kc == 0 ? tail0 : warp_h + kc * kH3CoreFloats; };
+      if (lane < kCoreK) *reinterpret_cast<float4*>(tail0 + lane * kMaxHalf) = tail;
       // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
       // after the plain stores above: testing every column there cost a third
       // of the h1 store's instructions in every tile (SASS).
@@ -1435,6 +1452,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       const bool tail_lane = lane == kWarpSize - 1;
 #pragma unroll 1
       for (int kc = 0; kc < kDwGroups; ++kc) {
+        if (kc > 0) {
+          if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+          __syncwarp();
+        }
+        const float* const tails = tail_at(kc);
         float4 v[kCoreK];
 #pragma unroll
         for (int r = 0; r < kCoreK; ++r) {
@@ -1443,11 +1465,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           float4 windows[kDwWindows];
 #pragma unroll
           for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
-          // The last window: lane 31's is the tail (its address would be the next row's start).
-          const float4 last = *reinterpret_cast<const float4*>(hrow + (tail_lane ? 0 : (kDwWindows - 1) * kVec));
-          const float4 t4 = make_float4(__shfl_sync(0xffffffffu, tail.x, row), __shfl_sync(0xffffffffu, tail.y, row),
-                                        __shfl_sync(0xffffffffu, tail.z, row), __shfl_sync(0xffffffffu, tail.w, row));
-          windows[kDwWindows - 1] = tail_lane ? t4 : last;
+          // The last window: lane 31's is the row's tail (past the row's end lies the next row).
+          windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
+              tail_lane ? tails + r * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
           const float4 h = depthwise4(windows, warp_taps, row);
           v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
         }
