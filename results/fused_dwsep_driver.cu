@@ -1,29 +1,75 @@
-// Standalone timing of launch() at the headline shape (random data, median of
-// CUDA-event timings over back-to-back launches; no torch). Used to time
-// kernel variants built with compile-time switches (kernels/NOTES.md, v8).
+// Standalone timing of launch() (random data, median of CUDA-event timings
+// over back-to-back launches; no torch), at the headline shape or B x 256 x
+// 512 x L. Prints a hash of y's bits, so that variants of the kernel can be
+// checked for bitwise-equal outputs (kernels/NOTES.md). Built against the
+// copy results/clock_trace.py writes, it also prints that copy's clock trace.
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
-//        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 30
+//        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L]
 #include "fused_dwsep.cu"
-#include <cstdio>
-#include <vector>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
 static float* dev_rand(size_t n, float scale, unsigned seed) {
   std::vector<float> h(n); unsigned s = seed;
   for (auto& v : h) { s = s * 1664525u + 1013904223u; v = scale * ((s >> 8) * (1.0f / 16777216.0f) - 0.5f); }
   float* d; CK(cudaMalloc(&d, n * 4)); CK(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice)); return d;
 }
+
+#if defined(FUSED_DWSEP_CLOCK_TRACE)
+// The tables of results/clock_trace.py's copy: per traced CTA, the phases
+// (cycles from the first warpgroup's start), then per turn its start,
+// length, stages, and the cycles its elected thread spent in mbarrier waits,
+// bulk-copy issue and warpgroup barriers; per chunk the owner's free-barrier
+// wait and depthwise; with --fine, each slot of turn 4.
+static void print_trace(int64_t grid) {
+  static unsigned tr[2][2][512];
+  CK(cudaMemcpyFromSymbol(tr, fused_dwsep::wg::g_trace, sizeof(tr)));
+  for (int b = 0; b < 2; ++b) {
+    const unsigned base = std::min(tr[b][0][0], tr[b][1][0]);
+    auto at = [&](unsigned v) { return static_cast<long long>(static_cast<int>(v - base)); };
+    printf("CTA %lld: staged %lld, turns end %lld / %lld, epilogue %lld .. %lld\n", b ? (long long)(grid / 2) : 5LL,
+           at(tr[b][0][1]), at(tr[b][0][2]), at(tr[b][1][2]), at(tr[b][0][3]), at(tr[b][0][4]));
+    printf("  turn wg   start  cycles stages cyc/stage  mbar refill   bar | free-wait depthwise\n");
+    long long cycles = 0, stages = 0;
+    for (int j = 0; j < 64; ++j) {
+      const unsigned* t = tr[b][j % 2] + 8 + j * 8;
+      if (8 + j * 8 + 8 > 200 || t[5] == 0) break;
+      const int len = static_cast<int>(t[1] - t[0]);
+      cycles += len; stages += t[5];
+      printf("  %4d %2d %7lld %7d %6u %9.0f %5u %6u %5u", j, j % 2, at(t[0]), len, t[5], (double)len / t[5], t[2], t[3], t[4]);
+      if (tr[b][j % 2][200 + j] != 0)
+        printf(" | %9d %9d", static_cast<int>(t[7] - t[6]), static_cast<int>(tr[b][j % 2][200 + j] - t[7]));
+      printf("\n");
+    }
+    printf("  turns: %lld cycles, %lld stages, %.0f a stage\n", cycles, stages, (double)cycles / stages);
+    for (int w = 0; w < 2; ++w) {
+      const unsigned* s = tr[b][w] + 256;
+      if (s[0] == 0) continue;
+      printf("  turn 4, thread %d, each slot: mbar wait, issue, wait<1>, barrier, refill, to next slot\n", w * 32);
+      for (int u = 0; u < 16 && s[u * 6] != 0; ++u)
+        printf("    %2d: %5d %5d %5d %5d %5d %5d\n", u, (int)(s[u * 6 + 1] - s[u * 6]), (int)(s[u * 6 + 2] - s[u * 6 + 1]),
+               u ? (int)(s[u * 6 + 3] - s[u * 6 + 2]) : 0, u ? (int)(s[u * 6 + 4] - s[u * 6 + 3]) : 0,
+               u ? (int)(s[u * 6 + 5] - s[u * 6 + 4]) : 0, s[u * 6 + 6] ? (int)(s[u * 6 + 6] - s[u * 6]) : 0);
+    }
+  }
+}
+#endif
+
 int main(int argc, char** argv) {
   int64_t B = 32, C = 256, E = 512, L = 4096, K = 9;
-  int reps = argc > 1 ? atoi(argv[1]) : 30;
+  const int reps = argc > 1 ? atoi(argv[1]) : 30;
+  if (argc > 3) { B = atoll(argv[2]); L = atoll(argv[3]); }
   fused_dwsep::Params p{};
   p.B = B; p.C = C; p.E = E; p.L = L; p.K = K; p.tf32 = true;
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
   p.wd = dev_rand(E * K, 0.6f, 4); p.bd = dev_rand(E, 0.1f, 5); p.w2 = dev_rand(C * E, 0.09f, 6); p.b2 = dev_rand(C, 0.1f, 7);
   float* y; CK(cudaMalloc(&y, B * C * L * 4)); p.y = y;
   size_t ws = fused_dwsep::workspace_floats(p, 0); float* w; CK(cudaMalloc(&w, ws * 4)); p.workspace = w;
-  printf("path %d ws %zu\n", (int)fused_dwsep::select_path(p, 0), ws);
+  printf("%lldx%lldx%lldx%lld: path %d ws %zu\n", (long long)B, (long long)C, (long long)E, (long long)L,
+         (int)fused_dwsep::select_path(p, 0), ws);
   for (int i = 0; i < 3; ++i) CK(fused_dwsep::launch(p, 0));
   CK(cudaDeviceSynchronize());
   std::vector<float> t;
@@ -33,6 +79,14 @@ int main(int argc, char** argv) {
     float ms; cudaEventElapsedTime(&ms, a, b); t.push_back(ms);
   }
   std::sort(t.begin(), t.end());
-  printf("median %.4f ms min %.4f\n", t[t.size() / 2], t[0]);
+  // FNV-1a over y's bits: equal hashes mean bitwise-equal outputs.
+  std::vector<float> hy(B * C * L);
+  CK(cudaMemcpy(hy.data(), y, hy.size() * 4, cudaMemcpyDeviceToHost));
+  unsigned long long hash = 1469598103934665603ull;
+  for (float v : hy) { unsigned u; memcpy(&u, &v, 4); hash = (hash ^ u) * 1099511628211ull; }
+  printf("median %.4f ms min %.4f y hash %016llx\n", t[t.size() / 2], t[0], hash);
+#if defined(FUSED_DWSEP_CLOCK_TRACE)
+  print_trace(B * fused_dwsep::ceil_div(L, 128));
+#endif
   return 0;
 }

@@ -1,0 +1,143 @@
+"""Writes a copy of kernels/fused_dwsep.cu whose wgmma kernel records %clock
+at each turn's start and end, each depthwise's free-barrier wait and end, the
+x staging's end and the epilogue, for thread 0 of each warpgroup of two CTAs
+(block 5 and the middle of the grid), plus the cycles each turn spends in its
+mbarrier waits, warpgroup barriers and bulk-copy issue. With --fine, also
+every step of each slot of turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu
+built against the copy prints the tables (kernels/NOTES.md, v11):
+
+    python results/clock_trace.py /tmp/trace [--fine]
+    nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \\
+         -I/tmp/trace -o trace results/fused_dwsep_driver.cu && ./trace 5 [B L]
+
+The stamps cost registers (a few bytes spill) and ~45 cycles each with
+--fine; the per-turn figures are for locating time, not for timing.
+"""
+import argparse
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (anchor in the wgmma kernel, text that replaces it); each anchor must occur
+# exactly once after the kernel's namespace opens.
+PATCHES = [
+    ("namespace wg {\n", """namespace wg {
+#define FUSED_DWSEP_CLOCK_TRACE 1
+__device__ unsigned g_trace[2][2][512];  // [traced CTA][warpgroup][slot]
+__device__ __forceinline__ unsigned trace_clock() {
+  unsigned c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+  return c;
+}
+"""),
+    ("""  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+""", """  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+  const int trb = blockIdx.x == 5 ? 0 : (blockIdx.x == gridDim.x / 2 ? 1 : -1);
+  const bool trl = trb >= 0 && threadIdx.x % kWarpgroupThreads == 0;
+  unsigned* const tr = trl ? g_trace[trb][threadIdx.x / kWarpgroupThreads] : nullptr;
+  unsigned tr_mbar = 0, tr_refill = 0, tr_bar = 0;
+  if (trl) tr[0] = trace_clock();
+  const bool trs = FINE && trb >= 0 && (threadIdx.x == 0 || threadIdx.x == 32);
+  unsigned* const trp = trs ? g_trace[trb][threadIdx.x == 32] + 256 : nullptr;
+"""),
+    ("""  fence_proxy_async();
+  __syncthreads();
+
+  float acc[kG2Blocks][kG2Acc];""", """  fence_proxy_async();
+  __syncthreads();
+  if (trl) tr[1] = trace_clock();
+
+  float acc[kG2Blocks][kG2Acc];"""),
+    ("""    named_sync<kTokenBarrier>(wgi, kThreads);
+
+    // ---- turn j""", """    named_sync<kTokenBarrier>(wgi, kThreads);
+    if (trl) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = tr_bar = 0; }
+
+    // ---- turn j"""),
+    ("""    auto release = [&](int u) {
+      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+      const int next = fill0 + u + kRingSlots;
+      if (elected && next < total_pairs) refill(next);""", """    auto release = [&](int u) {
+      unsigned c0 = trl ? trace_clock() : 0;
+      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+      if (trl) tr_bar += trace_clock() - c0;
+      if (trs && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
+      const int next = fill0 + u + kRingSlots;
+      if (elected && next < total_pairs) { unsigned c1 = trace_clock(); refill(next); tr_refill += trace_clock() - c1; }
+      if (trs && j == 4) trp[(u + 1) * 6 + 5] = trace_clock();"""),
+    ("""      mbar_wait(bar(slot), (i / kRingSlots) & 1);
+""", """      if (trs && j == 4) trp[u * 6 + 0] = trace_clock();
+      unsigned c0 = trl ? trace_clock() : 0;
+      mbar_wait(bar(slot), (i / kRingSlots) & 1);
+      if (trl) tr_mbar += trace_clock() - c0;
+      if (trs && j == 4) trp[u * 6 + 1] = trace_clock();
+"""),
+    ("""    auto end_fill = [&](int u) {
+      wgmma_commit();
+      if (u > 0) {
+        wgmma_wait<1>();""", """    auto end_fill = [&](int u) {
+      wgmma_commit();
+      if (trs && j == 4) trp[u * 6 + 2] = trace_clock();
+      if (u > 0) {
+        wgmma_wait<1>();
+        if (trs && j == 4) trp[u * 6 + 3] = trace_clock();"""),
+    ("""    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+""", """    if (trl) {
+      tr[8 + j * 8 + 1] = trace_clock();
+      tr[8 + j * 8 + 2] = tr_mbar;
+      tr[8 + j * 8 + 3] = tr_refill;
+      tr[8 + j * 8 + 4] = tr_bar;
+      tr[8 + j * 8 + 5] = n * kPairStages;
+    }
+    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+"""),
+    ("""      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
+""", """      if (trl) tr[8 + j * 8 + 6] = trace_clock();
+      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
+      if (trl) tr[8 + j * 8 + 7] = trace_clock();
+"""),
+    ("""      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
+    }
+  }
+""", """      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
+      if (trl) tr[200 + j] = trace_clock();
+    }
+  }
+"""),
+    ("""  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
+""", """  if (trl) tr[2] = trace_clock();
+  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
+  if (trl) tr[3] = trace_clock();
+"""),
+    ("""    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+  }
+""", """    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+  }
+  if (trl) tr[4] = trace_clock();
+"""),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--fine", action="store_true", help="also stamp every step of turn 4's slots")
+    args = ap.parse_args()
+    src = (ROOT / "kernels" / "fused_dwsep.cu").read_text()
+    cut = src.index("namespace wg {\n")
+    head, body = src[:cut], src[cut:]
+    for anchor, text in PATCHES:
+        n = body.count(anchor)
+        if n != 1:
+            raise SystemExit(f"clock_trace.py: the anchor below occurs {n} times in the wgmma kernel "
+                             f"(the kernel changed; update PATCHES):\n{anchor}")
+        body = body.replace(anchor, text.replace("FINE", "true" if args.fine else "false"))
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "fused_dwsep.cu").write_text(head + body)
+    shutil.copy(ROOT / "kernels" / "fused_dwsep.h", args.out_dir / "fused_dwsep.h")
+    print(f"wrote {args.out_dir / 'fused_dwsep.cu'}")
+
+
+if __name__ == "__main__":
+    main()
