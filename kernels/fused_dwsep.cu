@@ -930,8 +930,8 @@ struct WgLayout {
 // overwrites the first kDwRows / 4 * kH3CoreFloats floats of those rows with
 // h3^T of the same 16 channels: K-cores of [128 positions][4 channels] (a
 // K-core of h3^T is position-major: 8-row groups adjacent), which GEMM2 reads
-// with a K-core stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1) begins, so it
-// overlaps only rows already read once the rows of group kc are.
+// with a K-core stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1)
+// begins, so it overlaps only rows already read once the rows of group kc are.
 constexpr int kDwRows = kEChunk / kGroupWarps;
 constexpr int kHRowFloats = kNX - kMaxHalf;
 constexpr int kHWarpFloats = kDwRows * kHRowFloats;
@@ -1400,7 +1400,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
       for (int nt = 0; nt < kNX / kMmaN; ++nt) {
         const int col = nt * kMmaN + 2 * q;
-        if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {
+        if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {  // not the tail (below)
           *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
               make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
           *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
