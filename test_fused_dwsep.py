@@ -497,8 +497,10 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
 # belongs to warpgroup c % 2, GEMM2 is split by output-channel half, and the
 # turn and buffer barriers depend on the number of chunks. One chunk (an empty
 # turn), two, an odd and an even count, and C at one stage of 16 input
-# channels, just over one half (129) and unaligned; all with enough tiles for
-# the 128-position tiles, one with rows shorter than a tile.
+# channels, just over one half (129) and unaligned; all but C = 256 an odd
+# number of 16-channel stages, which the ring's two-stage slots pad with a zero
+# stage; all with enough tiles for the 128-position tiles, one with rows
+# shorter than a tile.
 WGMMA_TURNS = [
     # B, C, E, L, K
     (4, 16, 64, 8191, 5),  # 1 chunk
