@@ -544,9 +544,9 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
   }
   // Otherwise (rows not 16-byte aligned, or a row's last tile): 4-byte
   // accesses, a warp's 32 consecutive in a row (128 coalesced bytes), with
-  // kBatchScalar loads of x in flight a thread before their adds. (A float4
-  // piece at a time with its 4 loads one after another made the rows with
-  // L % 4 != 0 ~15% slower than the aligned ones at the suite's sizes.)
+  // kBatchScalar loads of x in flight a thread before their adds (a float4
+  // piece at a time, its 4 loads one after another, was 1-3% slower on the
+  // suite's rows with L % 4 != 0; kernels/NOTES.md, v11c).
   constexpr int kBatchScalar = 16;
   const int elems = C * S::kTileT;
   for (int e0 = threadIdx.x; e0 < elems; e0 += kBatchScalar * kThreads) {
@@ -897,13 +897,14 @@ static_assert(kG1StageK == 16 && kG2StageK == kMmaK, "a W1 stage is two k-steps,
 // The ring: kRingSlots slots of kPairStages consecutive stages, each slot
 // filled by one bulk copy and waited on, released and refilled as a unit.
 // The turns are bound by the fixed cost of each of these steps (mbarrier
-// wait, wgmma group, warpgroup barrier, bulk-copy issue: ~440 cycles a 4 KB
+// wait, wgmma group, warpgroup barrier, bulk-copy issue: ~480 cycles a 4 KB
 // stage at the headline against ~130 of tensor-core work, clock64 trace,
 // kernels/NOTES.md), so a slot holds two stages; three slots is what shared
 // memory leaves after x^T and the two h buffers.
 constexpr int kPairStages = 2;
 constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
 constexpr int kRingSlots = 3;
+static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 
 // Packed weights for this kernel: every stage of a tile, in the order the
 // turns consume them (so stage i of the ring is simply stage i here: the

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   for (float v : hy) { unsigned u; memcpy(&u, &v, 4); hash = (hash ^ u) * 1099511628211ull; }
   printf("median %.4f ms min %.4f y hash %016llx\n", t[t.size() / 2], t[0], hash);
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
-  print_trace(B * fused_dwsep::ceil_div(L, 128));
+  print_trace(B * fused_dwsep::ceil_div(L, fused_dwsep::wg::kTileT));
 #endif
   return 0;
 }
