@@ -137,14 +137,6 @@ __device__ __forceinline__ void to_bits(uint32_t (&a)[4], const float4& v) {
   a[3] = __float_as_uint(v.w);
 }
 
-// blockIdx.x through volatile asm: recomputing tile coordinates from it after
-// a long loop keeps the compiler from holding them in registers across it.
-__device__ __forceinline__ unsigned block_index() {
-  unsigned i;
-  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(i));
-  return i;
-}
-
 // cp.async: global -> shared without a register round trip (sm_80+).
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -847,7 +839,7 @@ namespace wg {
 
 using namespace tc;
 using S = C256;  // the tile (and the epilogue's row-major staging tile)
-constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX, kXStride = S::kXStride;
+constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kWarpgroups = kThreads / kWarpgroupThreads;
@@ -958,7 +950,6 @@ constexpr int kTailFloats = kCoreK * kMaxHalf;
 constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
 constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
 static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
-static_assert(kCMax * kXStride * sizeof(float) <= kXtBytes, "the epilogue's row-major tile fits over x^T");
 static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0 && kTailOffset % 16 == 0,
               "bulk copies, mbarriers and 16-byte tail loads aligned");
 
@@ -1163,7 +1154,148 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   pack_taps(p, p.workspace + lay.taps(), lay.nc * kEChunk);
 }
 
+// The lane index through volatile asm: values worked out from it inside a
+// loop then stay there, instead of being hoisted out and held in registers
+// across the loop.
+__device__ __forceinline__ int lane_id() {
+  int i;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(i));
+  return i;
+}
+
+// ---- x^T staging ----------------------------------------------------------------
+// x^T of a tile (positions xcol0.. of batch row xb, every channel), TF32-rounded,
+// staged by kStageWarps warps: stage_x_copies issues the copies (sw: this
+// warp's index among the stagers); once every stager's copies have landed
+// (the caller waits and synchronises), round_x rounds x^T in place.
+//
+// 4-byte cp.async straight into the transposed layout (lanes along
+// positions: coalesced reads), zeros outside [0, L) and past C. Synchronous
+// loads here left the SM idle for ~40% of the kernel (ncu), the copies in
+// flight being too few; so did float4 loads transposed in registers (4 blocks
+// in flight a thread: 25k cycles a tile against 19k). No L2 prefetch of the
+// next wave's x either: asked at the tile's start or mid-tile, it made the
+// (non-persistent) kernel 4% slower (kernels/NOTES.md).
+//
+// A lane copies columns lane + 32k of every row: their shared-memory offsets
+// and whether they lie inside [0, L) are worked out once, and the source
+// address stays valid without a select (channels past C read row C-1, cut
+// columns the tile's first position inside the row, both with zero bytes
+// copied; offsets from that position stay small), so that a copy costs
+// about five instructions (worked out per copy, the 64-bit position tests
+// and the core offset took ~26 instructions a 4-byte copy, ncu).
+template <int kStageWarps>
+__device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
+                                               int64_t xcol0, int sw) {
+  // (Through lane_id(): from a lane index computed once, the column offsets
+  // below were hoisted out of the persistent kernel's tile loop and held
+  // through the depthwise, where they made ptxas spill.)
+  const int lane = lane_id();
+  constexpr int kColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
+  uint32_t col_smem[kColsPerLane];  // byte offset of (column n, channel 0) in x^T
+  uint32_t col_byte[kColsPerLane];  // byte offset of the column from position pos0, 0 where it is cut
+  bool col_in[kColsPerLane];        // inside [0, L) (and a column of the tile)
+  const int64_t pos0 = xcol0 < 0 ? 0 : xcol0;
+#pragma unroll
+  for (int k = 0; k < kColsPerLane; ++k) {
+    const int n = lane + k * kWarpSize;
+    const int64_t pos = xcol0 + n;
+    col_in[k] = n < kNX && pos >= 0 && pos < L;
+    col_smem[k] = core_offset(n, 0, kCMax) * sizeof(float);
+    col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
+  }
+  for (int c = sw; c < c16; c += kStageWarps) {
+    const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
+    const uint32_t row_smem = xt_smem + core_offset(0, c, kCMax) * sizeof(float);
+#pragma unroll
+    for (int k = 0; k < kColsPerLane; ++k) {
+      if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
+        cp_async_4_zfill_shared(row_smem + col_smem[k], row + col_byte[k], c < C && col_in[k]);
+    }
+  }
+  cp_async_commit();
+}
+
+// Over all of x^T (the channels from c16 on are never read; bounding the
+// pass by c16 made ptxas spill). kRoundBatch loads before their stores: one
+// at a time, the loop waited out a shared-memory round trip per float4
+// (~4.5k cycles a tile). tid: the thread's index among the kStageThreads.
+constexpr int kXtVectors = kNX * kCMax / kVec;
+constexpr int kRoundBatch = kXtVectors / (2 * kThreads);  // 17 float4s: 68 registers
+template <int kStageThreads>
+__device__ __forceinline__ void round_x(float* xt, int tid) {
+  static_assert(kXtVectors % (kRoundBatch * kStageThreads) == 0, "whole batches");
+  float4* const xt4 = reinterpret_cast<float4*>(xt);
+  for (int i0 = tid; i0 < kXtVectors; i0 += kRoundBatch * kStageThreads) {
+    float4 v[kRoundBatch];
+#pragma unroll
+    for (int u = 0; u < kRoundBatch; ++u) v[u] = xt4[i0 + u * kStageThreads];
+#pragma unroll
+    for (int u = 0; u < kRoundBatch; ++u)
+      xt4[i0 + u * kStageThreads] =
+          make_float4(tf32_round(v[u].x), tf32_round(v[u].y), tf32_round(v[u].z), tf32_round(v[u].w));
+  }
+}
+
+// ---- the epilogue ---------------------------------------------------------------
+// y = acc + b2 + x for the kG2Rows output channels a warpgroup accumulates
+// (`half` of them), straight from its fragments: lane (g, q) of warp wq holds,
+// for m64 block m and n8 tile nt, channels 16 wq + g and + 8, positions
+// 8 nt + 2q and + 1 (mma.sync's C layout). x comes back from L2 (this CTA
+// staged the same tile one tile ago), 8 bytes a lane where the rows allow:
+// a warp's access is then 8 rows x 32 bytes, whole sectors.
+__device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
+                                        int64_t b, int64_t t0, int half, int wq, int g, int q) {
+  constexpr int kNTiles = kTileT / kMmaN;
+  const bool pairs = L % 2 == 0 && t0 + kTileT <= L &&
+                     (reinterpret_cast<uintptr_t>(p.x) | reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
+#pragma unroll
+  for (int m = 0; m < kG2Blocks; ++m) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
+      if (c >= C) continue;
+      const float bias = __ldg(p.b2 + c);
+      const int64_t off = (b * C + c) * L + t0 + 2 * q;
+      const float* const xr = p.x + off;
+      float* const yr = p.y + off;
+      const float* const a = acc[m] + hh * 2;  // a[nt * 4], a[nt * 4 + 1]
+      if (pairs) {
+        float2 xv[kNTiles];  // all loads in flight before the adds
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) xv[nt] = __ldg(reinterpret_cast<const float2*>(xr + nt * kMmaN));
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt)
+          __stcs(reinterpret_cast<float2*>(yr + nt * kMmaN),
+                 make_float2((a[nt * 4] + bias) + xv[nt].x, (a[nt * 4 + 1] + bias) + xv[nt].y));
+      } else {  // odd L, a row's last tile, or 4-byte-aligned tensors: one float at a time
+        const int64_t left = L - t0 - 2 * q;  // positions of the row from this lane's first
+        float xv[2 * kNTiles];
+#pragma unroll
+        for (int i = 0; i < 2 * kNTiles; ++i) {
+          const int col = i / 2 * kMmaN + i % 2;
+          xv[i] = col < left ? __ldg(xr + col) : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < 2 * kNTiles; ++i) {
+          const int col = i / 2 * kMmaN + i % 2;
+          if (col < left) __stcs(yr + col, (a[i / 2 * 4 + i % 2] + bias) + xv[i]);
+        }
+      }
+    }
+  }
+}
+
 // ---- the kernel ----------------------------------------------------------------
+// Persistent: CTA i takes tiles i, i + gridDim.x, ... (one CTA per SM). The
+// turns and the weight ring run on across tiles: turn j of the CTA's k-th
+// tile is its turn k (nc + 3) + j overall, owned by warpgroup (k (nc + 3) + j)
+// % 2, and the ring's fills repeat the same stages every tile. Between tiles:
+// x^T is free once turn nc-1's GEMM1 is done, and turn nc (GEMM2 only) has
+// no depthwise after it, so its owner stages the next tile's x^T while the
+// other warpgroup runs the depthwise of chunk nc-1 and turn nc+1; each
+// warpgroup writes its channels of y from its accumulators after its last
+// turn of the tile, while the other runs a turn.
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem_f4[];
@@ -1174,6 +1306,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
   float* const tail0 = reinterpret_cast<float*>(smem + kTailOffset) + threadIdx.x / kWarpSize * kTailFloats;
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
+  const uint32_t xt_smem = smem_u32(xt);
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, q = lane % 4;
@@ -1184,18 +1317,23 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const bool elected = threadIdx.x % kWarpgroupThreads == 0;     // issues the warpgroup's refills
   const int C = static_cast<int>(p.C);
   const int64_t L = p.L;
-  const int64_t tiles_per_row = ceil_div(L, kTileT);
-  const int64_t b = blockIdx.x / tiles_per_row;
-  const int64_t t0 = (blockIdx.x % tiles_per_row) * kTileT;
-  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+  // Tiles in 32 bits (launch() checks the count); launch() keeps the grid no
+  // larger than the count, so every CTA has one. These, `taps` and
+  // `last_tile` below are worked out from the parameters where used rather
+  // than held: the kernel's register peak is the depthwise, and held through
+  // it they made ptxas spill.
+  auto tiles_per_row = [&] { return static_cast<int>(ceil_div(p.L, kTileT)); };
+  auto tiles = [&] { return static_cast<int>(p.B) * tiles_per_row(); };
+  auto tile_row = [&](int tile) { return tile / tiles_per_row(); };
+  auto tile_t0 = [&](int tile) { return static_cast<int64_t>(tile % tiles_per_row()) * kTileT; };
 
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
   // lay.stages() / kPairStages, in 32 bits: the ring's slot fills of a tile
+  // (at least kRingSlots: a chunk alone has 8 W2 pairs)
   const int total_pairs = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb) / kPairStages;
   const float* ws = p.workspace;
-  auto refill = [&](int i) {  // stages 2i, 2i + 1 into their slot (one thread)
-    const int slot = i % kRingSlots;
+  auto refill = [&](int i, int slot) {  // stages 2i, 2i + 1 of a tile into `slot` (one thread)
     bulk_load(ring + slot * kSlotBytes, ws + static_cast<int64_t>(i) * kPairStages * kStageFloats, kSlotBytes,
               bar(slot));
   };
@@ -1204,314 +1342,263 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   if (threadIdx.x == 0) {
     for (int s = 0; s < kRingSlots; ++s) mbar_init(bar(s), 1);
     fence_mbar_init();
-    for (int i = 0; i < kRingSlots && i < total_pairs; ++i) refill(i);
+    for (int i = 0; i < kRingSlots; ++i) refill(i, i);
   }
 
-  // ---- stage x^T, TF32-rounded ---------------------------------------------
-  // 4-byte cp.async straight into the transposed layout (lanes along
-  // positions: coalesced reads), zeros outside [0, L) and past C; then one
-  // rounding pass. Synchronous loads here left the SM idle for ~40% of the
-  // kernel (ncu), the copies in flight being too few; so did float4 loads
-  // transposed in registers (4 blocks in flight a thread: 25k cycles a tile
-  // against 19k). No L2 prefetch of the next wave's x either: asked at the
-  // tile's start or mid-tile, it made the kernel 4% slower (kernels/NOTES.md).
-  //
-  // A lane copies columns lane + 32k of every row: their shared-memory offsets
-  // and whether they lie inside [0, L) are worked out once, and the source
-  // address stays valid without a select (channels past C read row C-1, cut
-  // columns the tile's first position inside the row, both with zero bytes
-  // copied; offsets from that position stay small), so that a copy costs
-  // about five instructions (worked out per copy, the 64-bit position tests
-  // and the core offset took ~26 instructions a 4-byte copy, ncu).
-  const float* xb = p.x + b * p.C * L;
+  // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  {
-    constexpr int kColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
-    uint32_t col_smem[kColsPerLane];  // byte offset of (column n, channel 0) in x^T
-    uint32_t col_byte[kColsPerLane];  // byte offset of the column from position pos0, 0 where it is cut
-    bool col_in[kColsPerLane];        // inside [0, L) (and a column of the tile)
-    const int64_t pos0 = xcol0 < 0 ? 0 : xcol0;
-#pragma unroll
-    for (int k = 0; k < kColsPerLane; ++k) {
-      const int n = lane + k * kWarpSize;
-      const int64_t pos = xcol0 + n;
-      col_in[k] = n < kNX && pos >= 0 && pos < L;
-      col_smem[k] = core_offset(n, 0, kCMax) * sizeof(float);
-      col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
-    }
-    const uint32_t xt_smem = smem_u32(xt);
-    for (int c = warp; c < c16; c += kWarps) {
-      const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
-      const uint32_t row_smem = xt_smem + core_offset(0, c, kCMax) * sizeof(float);
-#pragma unroll
-      for (int k = 0; k < kColsPerLane; ++k) {
-        if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
-          cp_async_4_zfill_shared(row_smem + col_smem[k], row + col_byte[k], c < C && col_in[k]);
-      }
-    }
-  }
-  cp_async_commit();
+  stage_x_copies<kWarps>(xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf,
+                         warp);
   cp_async_wait<0>();
   __syncthreads();
-  {
-    // Over all of x^T (the channels from c16 on are never read; bounding
-    // the pass by c16 made ptxas spill). kRoundBatch loads before their
-    // stores (34 float4s a thread, 17 a pass): one at a time, the loop
-    // waited out a shared-memory round trip per float4 (~4.5k cycles a tile).
-    constexpr int kVectors = kNX * kCMax / kVec, kRoundPasses = 2;
-    constexpr int kRoundBatch = kVectors / (kThreads * kRoundPasses);
-    static_assert(kRoundBatch * kThreads * kRoundPasses == kVectors, "whole batches");
-    float4* const xt4 = reinterpret_cast<float4*>(xt);
-    for (int i0 = threadIdx.x; i0 < kVectors; i0 += kRoundBatch * kThreads) {
-      float4 v[kRoundBatch];
-#pragma unroll
-      for (int u = 0; u < kRoundBatch; ++u) v[u] = xt4[i0 + u * kThreads];
-#pragma unroll
-      for (int u = 0; u < kRoundBatch; ++u)
-        xt4[i0 + u * kThreads] =
-            make_float4(tf32_round(v[u].x), tf32_round(v[u].y), tf32_round(v[u].z), tf32_round(v[u].w));
-    }
-  }
+  round_x<kThreads>(xt, threadIdx.x);
   fence_proxy_async();
   __syncthreads();
 
   float acc[kG2Blocks][kG2Acc];
-#pragma unroll
-  for (int m = 0; m < kG2Blocks; ++m)
-#pragma unroll
-    for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
-
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
-  // h1 columns [col_lo, col_hi) are positions inside [0, L) (32-bit: 17
-  // hoisted 64-bit positions spilled).
-  const int col_lo = xcol0 < 0 ? static_cast<int>(-xcol0) : 0;
-  const int col_hi = L - xcol0 < kNX ? static_cast<int>(L - xcol0) : kNX;
-  const float* const taps = ws + lay.taps();
-  const uint64_t x_desc0 = smem_desc(smem_u32(xt), kCoreBytes, kCMax / kCoreK * kCoreBytes);
+  auto taps = [&] { return p.workspace + WgLayout(p.C, p.E).taps(); };
+  const uint64_t x_desc0 = smem_desc(xt_smem, kCoreBytes, kCMax / kCoreK * kCoreBytes);
 
-  if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes turn 0
-  int turn_start = 0;  // global index of the first stage of turn j (even: turns fill whole slots)
-  for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
-    if (j % kWarpgroups != wgi) continue;
-    named_sync<kTokenBarrier>(wgi, kThreads);
+  if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
+  // Per tile: warpgroup first_owner takes turn 0 (and the even turns), the
+  // other the odd ones; the W2 stages of turn j hold output channels
+  // [kG2Rows * (j % 2), kG2Rows * (j % 2 + 1)) in every tile, so with an odd
+  // count of turns a tile the warpgroups swap halves of C from tile to tile.
+  // The tile's ring fill i is the ring's fill f + i overall, f = ring_pos
+  // mod 6: slot (ring_pos + i) % 3, phase parity (ring_pos + i) / 3 % 2.
+  constexpr int kRingPeriod = 2 * kRingSlots;
+  for (int tile = blockIdx.x, first_owner = 0, ring_pos = 0; tile < tiles(); tile += gridDim.x,
+           first_owner ^= turns.count() % kWarpgroups, ring_pos = (ring_pos + total_pairs) % kRingPeriod) {
+    const int64_t xcol0 = tile_t0(tile) - kMaxHalf;  // position of h1 column 0
+    // h1 columns [col_lo, col_hi) are positions inside [0, L) (32-bit: 17
+    // hoisted 64-bit positions spilled).
+    const int col_lo = xcol0 < 0 ? static_cast<int>(-xcol0) : 0;
+    const int col_hi = L - xcol0 < kNX ? static_cast<int>(L - xcol0) : kNX;
+    auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
+#pragma unroll
+    for (int m = 0; m < kG2Blocks; ++m)
+#pragma unroll
+      for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
 
-    // ---- turn j on the tensor cores ------------------------------------------
-    // In slots: n of them, the first g2 for GEMM2 (a W2 chunk's stages fill
-    // whole slots, so no slot mixes chunks or GEMMs).
-    const int n = turns.stages(j) / kPairStages, g2 = turns.g2_stages(j) / kPairStages;
-    const int first = turns.first_g2(j), fill0 = turn_start / kPairStages;
-    // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
-    // takes h1 of chunk j-1 once this GEMM2 is done with it.
-    const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
-    // Slot fill u's wgmmas are done in every warp: the slot takes fill u +
-    // kRingSlots at once (with three slots, deferring the copy past the next
-    // wgmmas, as the 4 KB ring did, would leave no fill in flight).
-    auto release = [&](int u) {
-      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-      const int next = fill0 + u + kRingSlots;
-      if (elected && next < total_pairs) refill(next);
-      if (frees_other && u == kG2StagesPerChunk / kPairStages - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
-    };
-    // Each slot: wait for its bytes, issue its wgmmas as one group, and once
-    // the previous slot's group is done, release that one (one group stays in
-    // flight).
-    auto begin_fill = [&](int u) {
-      const int i = fill0 + u, slot = i % kRingSlots;
-      mbar_wait(bar(slot), (i / kRingSlots) & 1);
-      wgmma_fence();
-      return ring + slot * kSlotBytes;
-    };
-    auto end_fill = [&](int u) {
-      wgmma_commit();
-      if (u > 0) {
-        wgmma_wait<1>();
-        release(u - 1);
-      }
-    };
-    int u = 0;
-    for (; u < g2; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
-      const uint32_t slot = begin_fill(u);
-#pragma unroll
-      for (int h = 0; h < kPairStages; ++h) {
-        const int t = u * kPairStages + h;
-        const uint32_t a = slot + h * kStageBytes;
-        const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
-        // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
-        // owner, K-cores 2 (s % 2) and the next.
-        const float* h3t = hbuf + (chunk % kWarpgroups) * kHBufFloats + (s / 2) * kHWarpFloats +
-                           (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
-        const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
-#pragma unroll
-        for (int m = 0; m < kG2Blocks; ++m) {
-          const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
-          wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
+    int turn_start = 0;  // the tile's first stage of turn j (even: turns fill whole slots)
+    for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
+      if ((j + first_owner) % kWarpgroups != wgi) continue;
+      named_sync<kTokenBarrier>(wgi, kThreads);
+
+      // ---- turn j on the tensor cores ------------------------------------------
+      // In slots: n of them, the first g2 for GEMM2 (a W2 chunk's stages fill
+      // whole slots, so no slot mixes chunks or GEMMs).
+      const int n = turns.stages(j) / kPairStages, g2 = turns.g2_stages(j) / kPairStages;
+      const int first = turns.first_g2(j), fill0 = turn_start / kPairStages;
+      // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
+      // takes h1 of chunk j-1 once this GEMM2 is done with it.
+      const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
+      // Slot fill u's wgmmas are done in every warp: the slot takes fill u +
+      // kRingSlots at once (with three slots, deferring the copy past the next
+      // wgmmas, as the 4 KB ring did, would leave no fill in flight); past the
+      // tile's last fill, the next tile's first ones (the same stages).
+      auto release = [&](int u) {
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        const int next = fill0 + u + kRingSlots;
+        if (elected && (next < total_pairs || !last_tile()))
+          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
+        if (frees_other && u == kG2StagesPerChunk / kPairStages - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+      };
+      // Each slot: wait for its bytes, issue its wgmmas as one group, and once
+      // the previous slot's group is done, release that one (one group stays in
+      // flight).
+      auto begin_fill = [&](int u) {
+        const int i = ring_pos + fill0 + u, slot = i % kRingSlots;
+        mbar_wait(bar(slot), (i / kRingSlots) & 1);
+        wgmma_fence();
+        return ring + slot * kSlotBytes;
+      };
+      auto end_fill = [&](int u) {
+        wgmma_commit();
+        if (u > 0) {
+          wgmma_wait<1>();
+          release(u - 1);
         }
-      }
-      end_fill(u);
-    }
-    // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
-    // k-step overwrites (peeled, so the compiler sees acc1 dead from its h1
-    // store to here and can use those registers in between).
-    auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
-      const int k = kb * kG1StageK + ks * kMmaK;
-      a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
-      b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
-    };
-    if (u < n) {
-      const uint32_t slot = begin_fill(u);
-      uint64_t a_desc, b_desc;
-      g1_desc(slot, 0, 0, a_desc, b_desc);
-      wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
+      };
+      int u = 0;
+      for (; u < g2; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+        const uint32_t slot = begin_fill(u);
 #pragma unroll
-      for (int q1 = 1; q1 < kPairStages * kG1StepsPerStage; ++q1) {
-        const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
-        g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
-        wgmma_m64n136k8(acc1, a_desc, b_desc);
-      }
-      end_fill(u);
-      for (++u; u < n; ++u) {
-        const uint32_t slot2 = begin_fill(u);
-        const int kb0 = (u - g2) * kPairStages;
+        for (int h = 0; h < kPairStages; ++h) {
+          const int t = u * kPairStages + h;
+          const uint32_t a = slot + h * kStageBytes;
+          const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
+          // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
+          // owner, K-cores 2 (s % 2) and the next.
+          const float* h3t = hbuf + (chunk % kWarpgroups ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
+                             (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
+          const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
 #pragma unroll
-        for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
-          const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
-          g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
-          wgmma_m64n136k8(acc1, a_desc, b_desc);
+          for (int m = 0; m < kG2Blocks; ++m) {
+            const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
+            wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
+          }
         }
         end_fill(u);
       }
-    }
-    wgmma_wait<0>();
+      // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
+      // k-step overwrites (peeled, so the compiler sees acc1 dead from its h1
+      // store to here and can use those registers in between).
+      auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
+        const int k = kb * kG1StageK + ks * kMmaK;
+        a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
+        b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
+      };
+      if (u < n) {
+        const uint32_t slot = begin_fill(u);
+        uint64_t a_desc, b_desc;
+        g1_desc(slot, 0, 0, a_desc, b_desc);
+        wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
 #pragma unroll
-    for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
-    fence_operands(acc1);
-    if (n > 0) release(n - 1);
-    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+        for (int q1 = 1; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+          const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
+          g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
+          wgmma_m64n136k8(acc1, a_desc, b_desc);
+        }
+        end_fill(u);
+        for (++u; u < n; ++u) {
+          const uint32_t slot2 = begin_fill(u);
+          const int kb0 = (u - g2) * kPairStages;
+#pragma unroll
+          for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+            const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
+            g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
+            wgmma_m64n136k8(acc1, a_desc, b_desc);
+          }
+          end_fill(u);
+        }
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
+      fence_operands(acc1);
+      if (n > 0) release(n - 1);
+      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 
-    // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
-    if (j < turns.nc) {
-      WarpTaps<kDwRows> warp_taps;
-      warp_taps.load(taps, j, wq * kDwRows, lane);
-      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
-      // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
-      const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
-      const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
-      const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+      // ---- the next tile's x^T, while the other warpgroup runs the depthwise
+      // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
+      if (j == turns.nc && !last_tile()) {
+        const int next = tile + gridDim.x;
+        stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf,
+                                    wq);
+        cp_async_wait<0>();
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
+        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+      }
+
+      // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
+      if (j < turns.nc) {
+        WarpTaps<kDwRows> warp_taps;
+        warp_taps.load(taps(), j, wq * kDwRows, lane);
+        if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
+        // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
+        const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
+        const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
+        const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
 #pragma unroll
-      for (int nt = 0; nt < kNX / kMmaN; ++nt) {
-        const int col = nt * kMmaN + 2 * q;
-        if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {  // not the tail (below)
-          *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
-              make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
-          *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
-              make_float2(acc1[nt * 4 + 2] + b1_b, acc1[nt * 4 + 3] + b1_b);
+        for (int nt = 0; nt < kNX / kMmaN; ++nt) {
+          const int col = nt * kMmaN + 2 * q;
+          if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {  // not the tail (below)
+            *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
+                make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
+            *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
+                make_float2(acc1[nt * 4 + 2] + b1_b, acc1[nt * 4 + 3] + b1_b);
+          }
         }
-      }
-      // The right halo (columns kHRowFloats.. of row r) to lane r: its two
-      // column pairs are in lanes 4 (r % 8) + 2 and + 3, rows r % 8 and
-      // r % 8 + 8 in the last n8 tile's registers. Lane r stores it where lane
-      // 31 reads it for the rows of its group (tail_at): delivered by 4
-      // shuffles a row instead, it cost 4% of the kernel at the headline.
-      float4 tail;
-      {
-        constexpr int kLast = (kNX / kMmaN - 1) * 4;
-        static_assert(kHRowFloats == kNX - kMaxHalf && kMaxHalf == 4 && kHRowFloats % kMmaN == 4,
-                      "the tail is lanes q = 2, 3 of the last n8 tile");
-        const int src = 4 * (lane % 8) + 2;
-        const bool upper = lane / 8 % 2 == 1;  // row r % 8 + 8 (lanes 16.. get copies they do not use)
-        const float a0 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src);
-        const float a1 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src);
-        const float a2 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src + 1);
-        const float a3 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src + 1);
-        const float c0 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src);
-        const float c1 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src);
-        const float c2 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src + 1);
-        const float c3 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src + 1);
-        tail = upper ? make_float4(c0, c1, c2, c3) : make_float4(a0, a1, a2, a3);
-        // Padding: columns from col_hi on (col_lo <= kMaxHalf never reaches the tail).
-        if (kHRowFloats + 0 >= col_hi) tail.x = 0.0f;
-        if (kHRowFloats + 1 >= col_hi) tail.y = 0.0f;
-        if (kHRowFloats + 2 >= col_hi) tail.z = 0.0f;
-        if (kHRowFloats + 3 >= col_hi) tail.w = 0.0f;
-      }
-      // Group kc's tails: group 0's in this warp's tail0, group kc's from 1 on
-      // in the 16 floats from K-core kc's start, which belong to h1 row 4kc-1
-      // (read in group kc-1) and which the core itself overwrites only after
-      // group kc is read.
-      static_assert(kTailFloats <= kCoreK * kHRowFloats - kH3CoreFloats, "a group's tails fit in the gap");
-      auto tail_at = [&](int kc) { return kc == 0 ? tail0 : warp_h + kc * kH3CoreFloats; };
-      if (lane < kCoreK) *reinterpret_cast<float4*>(tail0 + lane * kMaxHalf) = tail;
-      // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
-      // after the plain stores above: testing every column there cost a third
-      // of the h1 store's instructions in every tile (SASS).
-      if (col_lo > 0 || col_hi < kNX) {
-        __syncwarp();
-        for (int i = lane; i < kDwRows * kHRowFloats; i += kWarpSize) {
-          const int col = i % kHRowFloats;
-          if (col < col_lo || col >= col_hi) warp_h[i] = 0.0f;
+        // The right halo (columns kHRowFloats.. of row r) to lane r: its two
+        // column pairs are in lanes 4 (r % 8) + 2 and + 3, rows r % 8 and
+        // r % 8 + 8 in the last n8 tile's registers. Lane r stores it where lane
+        // 31 reads it for the rows of its group (tail_at): delivered by 4
+        // shuffles a row instead, it cost 4% of the kernel at the headline.
+        float4 tail;
+        {
+          constexpr int kLast = (kNX / kMmaN - 1) * 4;
+          static_assert(kHRowFloats == kNX - kMaxHalf && kMaxHalf == 4 && kHRowFloats % kMmaN == 4,
+                        "the tail is lanes q = 2, 3 of the last n8 tile");
+          const int src = 4 * (lane % 8) + 2;
+          const bool upper = lane / 8 % 2 == 1;  // row r % 8 + 8 (lanes 16.. get copies they do not use)
+          const float a0 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src);
+          const float a1 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src);
+          const float a2 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src + 1);
+          const float a3 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src + 1);
+          const float c0 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src);
+          const float c1 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src);
+          const float c2 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src + 1);
+          const float c3 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src + 1);
+          tail = upper ? make_float4(c0, c1, c2, c3) : make_float4(a0, a1, a2, a3);
+          // Padding: columns from col_hi on (col_lo <= kMaxHalf never reaches the tail).
+          if (kHRowFloats + 0 >= col_hi) tail.x = 0.0f;
+          if (kHRowFloats + 1 >= col_hi) tail.y = 0.0f;
+          if (kHRowFloats + 2 >= col_hi) tail.z = 0.0f;
+          if (kHRowFloats + 3 >= col_hi) tail.w = 0.0f;
         }
-      }
-      __syncwarp();
-      // Rows in groups of 4 (one K-core of h3^T): compute the group, then
-      // write its core, which overlaps only rows already read.
-      const bool tail_lane = lane == kWarpSize - 1;
-#pragma unroll 1
-      for (int kc = 0; kc < kDwGroups; ++kc) {
-        if (kc > 0) {
-          if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+        // Group kc's tails: group 0's in this warp's tail0, group kc's from 1 on
+        // in the 16 floats from K-core kc's start, which belong to h1 row 4kc-1
+        // (read in group kc-1) and which the core itself overwrites only after
+        // group kc is read.
+        static_assert(kTailFloats <= kCoreK * kHRowFloats - kH3CoreFloats, "a group's tails fit in the gap");
+        auto tail_at = [&](int kc) { return kc == 0 ? tail0 : warp_h + kc * kH3CoreFloats; };
+        if (lane < kCoreK) *reinterpret_cast<float4*>(tail0 + lane * kMaxHalf) = tail;
+        // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
+        // after the plain stores above: testing every column there cost a third
+        // of the h1 store's instructions in every tile (SASS).
+        if (col_lo > 0 || col_hi < kNX) {
           __syncwarp();
-        }
-        const float* const tails = tail_at(kc);
-        float4 v[kCoreK];
-#pragma unroll
-        for (int r = 0; r < kCoreK; ++r) {
-          const int row = kc * kCoreK + r;
-          const float* hrow = warp_h + row * kHRowFloats + lane * kVec;
-          float4 windows[kDwWindows];
-#pragma unroll
-          for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
-          // The last window: lane 31's is the row's tail (past the row's end lies the next row).
-          windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
-              tail_lane ? tails + r * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
-          const float4 h = depthwise4(windows, warp_taps, row);
-          v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
+          for (int i = lane; i < kDwRows * kHRowFloats; i += kWarpSize) {
+            const int col = i % kHRowFloats;
+            if (col < col_lo || col >= col_hi) warp_h[i] = 0.0f;
+          }
         }
         __syncwarp();
-        float4* core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats) + lane * kVec;  // positions 4 lane..
-        core[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-        core[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-        core[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-        core[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+        // Rows in groups of 4 (one K-core of h3^T): compute the group, then
+        // write its core, which overlaps only rows already read.
+        const bool tail_lane = lane == kWarpSize - 1;
+#pragma unroll 1
+        for (int kc = 0; kc < kDwGroups; ++kc) {
+          if (kc > 0) {
+            if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+            __syncwarp();
+          }
+          const float* const tails = tail_at(kc);
+          float4 v[kCoreK];
+#pragma unroll
+          for (int r = 0; r < kCoreK; ++r) {
+            const int row = kc * kCoreK + r;
+            const float* hrow = warp_h + row * kHRowFloats + lane * kVec;
+            float4 windows[kDwWindows];
+#pragma unroll
+            for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
+            // The last window: lane 31's is the row's tail (past the row's end lies the next row).
+            windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
+                tail_lane ? tails + r * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
+            const float4 h = depthwise4(windows, warp_taps, row);
+            v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
+          }
+          __syncwarp();
+          float4* core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats) + lane * kVec;  // positions 4 lane..
+          core[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+          core[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+          core[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+          core[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+        }
+        fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
       }
-      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
     }
-  }
 
-  // ---- epilogue: y = acc + b2 + x, through shared memory ---------------------
-  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
-  float* ys = xt;   // [kCMax][kXStride], columns 0..kTileT-1
-#pragma unroll
-  for (int m = 0; m < kG2Blocks; ++m) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int c = wgi * kG2Rows + m * kWgmmaM + wq * kMmaM + g + half * 8;
-      const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < kTileT / kMmaN; ++nt) {
-        const float2 v = make_float2(acc[m][nt * 4 + half * 2] + bias, acc[m][nt * 4 + half * 2 + 1] + bias);
-        *reinterpret_cast<float2*>(ys + c * kXStride + nt * kMmaN + 2 * q) = v;
-      }
-    }
-  }
-  __syncthreads();
-  {
-    const int64_t blk = block_index();
-    const int64_t row = blk / tiles_per_row;
-    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
+    // ---- this warpgroup's last turn of the tile is done: its channels of y ----
+    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
+
 
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
@@ -1672,9 +1759,12 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
     tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   // One CTA per (batch row, position tile); ~226 KB of shared memory means
-  // one CTA per SM, so the grid runs in waves.
-  const int64_t blocks = p.B * ceil_div(p.L, tl.tile_t);
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  // one CTA per SM, so the grid runs in waves. The wgmma kernel is
+  // persistent instead: one CTA per SM, each walking its share of the tiles.
+  const int64_t tiles = p.B * ceil_div(p.L, tl.tile_t);
+  if (tiles > INT32_MAX) return cudaErrorInvalidValue;
+  const int64_t sms = device_sm_count(device);
+  const int64_t blocks = path == Path::kWgmma && tiles > sms ? sms : tiles;
   err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
