@@ -1241,45 +1241,80 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
 // y = acc + b2 + x for the kG2Rows output channels a warpgroup accumulates
 // (`half` of them), straight from its fragments: lane (g, q) of warp wq holds,
 // for m64 block m and n8 tile nt, channels 16 wq + g and + 8, positions
-// 8 nt + 2q and + 1 (mma.sync's C layout). x comes back from L2 (this CTA
-// staged the same tile one tile ago), 8 bytes a lane where the rows allow:
-// a warp's access is then 8 rows x 32 bytes, whole sectors.
+// 8 nt + 2q and + 1 (mma.sync's C layout). x comes back from global memory,
+// 8 bytes a lane: a warp's access is 8 rows x 32 bytes.
+//
+// A row whose tile starts at an odd float offset (odd L) takes its pairs one
+// column on, (2q + 1, 2q + 2) of each n8 tile, the second value from the
+// next lane of the quad (for q = 3, lane q = 0's next n8 tile), plus columns
+// 0 and 127 alone: with 4-byte accesses such a tile's epilogue took ~35k
+// cycles against ~14k (clock trace, 28 x 4099 against the headline).
+constexpr int kQuad = 4;  // lanes of a quad hold one row's 8 columns of an n8 tile
 __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
-                                        int64_t b, int64_t t0, int half, int wq, int g, int q) {
+                                        int64_t b, int64_t t0, int half, int wq) {
   constexpr int kNTiles = kTileT / kMmaN;
-  const bool pairs = L % 2 == 0 && t0 + kTileT <= L &&
-                     (reinterpret_cast<uintptr_t>(p.x) | reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
+  const int g = lane_id() / kQuad, q = lane_id() % kQuad;
+  // The tile inside its row, and x and y equally aligned mod 8 bytes (always,
+  // unless x is a view at an odd float offset): 8-byte accesses in every row.
+  const bool interior = t0 + kTileT <= L &&
+                        (reinterpret_cast<uintptr_t>(p.x) ^ reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
+  const int next_lane = g * kQuad + (q + 1) % kQuad;
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
-      if (c >= C) continue;
-      const float bias = __ldg(p.b2 + c);
-      const int64_t off = (b * C + c) * L + t0 + 2 * q;
+      const bool row_ok = c < C;  // (lanes past C still take part in the shuffles, for their quad)
+      const float bias = row_ok ? __ldg(p.b2 + c) : 0.0f;
+      const int64_t off = (b * C + (row_ok ? c : 0)) * L + t0;  // the tile's first position in the row
       const float* const xr = p.x + off;
       float* const yr = p.y + off;
-      const float* const a = acc[m] + hh * 2;  // a[nt * 4], a[nt * 4 + 1]
-      if (pairs) {
-        float2 xv[kNTiles];  // all loads in flight before the adds
+      const float* const a = acc[m] + hh * 2;  // columns 8 nt + 2q, + 1: a[nt * 4], a[nt * 4 + 1]
+      if (interior) {
+        const int sh = static_cast<int>(reinterpret_cast<uintptr_t>(yr) / sizeof(float) % 2);
+        const int col0 = 2 * q + sh;                // this lane's first pair
+        const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column 127 alone
+        // The pairs' values first (the accumulators die as they go), then
+        // all loads in flight before the adds.
+        float lo[kNTiles], hi[kNTiles];
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) xv[nt] = __ldg(reinterpret_cast<const float2*>(xr + nt * kMmaN));
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          const float v0 = a[nt * 4], v1 = a[nt * 4 + 1];
+          const float next0 = nt + 1 < kNTiles ? a[(nt + 1) * 4] : 0.0f;
+          const float nb = __shfl_sync(0xffffffffu, q == 0 ? next0 : v0, next_lane);
+          lo[nt] = sh == 1 ? v1 : v0;
+          hi[nt] = sh == 1 ? nb : v1;
+        }
+        const float first = a[0];  // column 0 of an odd row (lane q = 0)
+        if (!row_ok) continue;
+        float2 xv[kNTiles];
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt)
-          __stcs(reinterpret_cast<float2*>(yr + nt * kMmaN),
-                 make_float2((a[nt * 4] + bias) + xv[nt].x, (a[nt * 4 + 1] + bias) + xv[nt].y));
-      } else {  // odd L, a row's last tile, or 4-byte-aligned tensors: one float at a time
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          const float* const xp = xr + col0 + nt * kMmaN;
+          xv[nt] = nt + 1 < kNTiles || !cut ? __ldg(reinterpret_cast<const float2*>(xp)) : make_float2(__ldg(xp), 0.0f);
+        }
+        const float x_first = sh == 1 && q == 0 ? __ldg(xr) : 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          float* const yp = yr + col0 + nt * kMmaN;
+          if (nt + 1 < kNTiles || !cut)
+            __stcs(reinterpret_cast<float2*>(yp), make_float2((lo[nt] + bias) + xv[nt].x, (hi[nt] + bias) + xv[nt].y));
+          else
+            __stcs(yp, (lo[nt] + bias) + xv[nt].x);
+        }
+        if (sh == 1 && q == 0) __stcs(yr, (first + bias) + x_first);
+      } else if (row_ok) {  // a row's last tile: one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;  // positions of the row from this lane's first
         float xv[2 * kNTiles];
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
           const int col = i / 2 * kMmaN + i % 2;
-          xv[i] = col < left ? __ldg(xr + col) : 0.0f;
+          xv[i] = col < left ? __ldg(xr + 2 * q + col) : 0.0f;
         }
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
           const int col = i / 2 * kMmaN + i % 2;
-          if (col < left) __stcs(yr + col, (a[i / 2 * 4 + i % 2] + bias) + xv[i]);
+          if (col < left) __stcs(yr + 2 * q + col, (a[i / 2 * 4 + i % 2] + bias) + xv[i]);
         }
       }
     }
@@ -1308,8 +1343,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
   const uint32_t xt_smem = smem_u32(xt);
 
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int g = lane / 4, q = lane % 4;
+  const int warp = threadIdx.x / kWarpSize;
   // The warpgroup index through a shuffle: the compiler then knows it is the
   // same across the warp, so the branches on it are not divergent (wgmma in a
   // divergent branch gets serialized).
@@ -1496,6 +1530,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
       // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
       if (j < turns.nc) {
+        // (the lane through lane_id(): not held through the kernel's loops)
+        const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
         WarpTaps<kDwRows> warp_taps;
         warp_taps.load(taps(), j, wq * kDwRows, lane);
         if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
@@ -1594,7 +1630,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     }
 
     // ---- this warpgroup's last turn of the tile is done: its channels of y ----
-    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
+    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
