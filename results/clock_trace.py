@@ -1,12 +1,15 @@
-"""Writes a copy of kernels/fused_dwsep.cu whose wgmma kernel records %clock
-at each turn's start and end, each depthwise's free-barrier wait and end, the
-x staging's end and the epilogue, for thread 0 of each warpgroup of two CTAs
-(block 5 and the middle of the grid), plus the cycles each turn spends in its
-mbarrier waits, warpgroup barriers and bulk-copy issue. With --fine, also
-every step of each slot of turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu
-built against the copy prints the tables (kernels/NOTES.md, v11):
+"""Writes a copy of kernels/fused_dwsep.cu whose (persistent) wgmma kernel
+records %clock over one tile of two CTAs (block 5 and the middle of the grid;
+the CTA's tile TILE, 3 unless --tile says otherwise, so that the pipeline is
+in its steady state): for thread 0 of each warpgroup, when it enters the
+tile, each of its turns' start and end, each depthwise's free-barrier wait
+and end, the staging of the next tile's x^T (by turn nc's owner) and its
+epilogue, plus the cycles each turn spends in its mbarrier waits, warpgroup
+barriers and bulk-copy issue. With --fine, also every step of each slot of
+the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
+against the copy prints the tables (kernels/NOTES.md, v11 and v12):
 
-    python results/clock_trace.py /tmp/trace [--fine]
+    python results/clock_trace.py /tmp/trace [--fine] [--tile N]
     nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \\
          -I/tmp/trace -o trace results/fused_dwsep_driver.cu && ./trace 5 [B L]
 
@@ -24,97 +27,101 @@ ROOT = Path(__file__).resolve().parent.parent
 PATCHES = [
     ("namespace wg {\n", """namespace wg {
 #define FUSED_DWSEP_CLOCK_TRACE 1
-__device__ unsigned g_trace[2][2][512];  // [traced CTA][warpgroup][slot]
+// [traced CTA][warpgroup][slot]: 0 tile entered, 1-2 staging of the next
+// x^T, 3-4 epilogue, 8 + 8j.. turn j, 200 + j depthwise end, 256.. --fine
+__device__ unsigned g_trace[2][2][512];
 __device__ __forceinline__ unsigned trace_clock() {
   unsigned c;
   asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
   return c;
 }
 """),
-    ("""  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
-""", """  const int64_t xcol0 = t0 - kMaxHalf;  // position of h1 column 0
+    ("""  const int C = static_cast<int>(p.C);
+""", """  const int C = static_cast<int>(p.C);
   const int trb = blockIdx.x == 5 ? 0 : (blockIdx.x == gridDim.x / 2 ? 1 : -1);
   const bool trl = trb >= 0 && threadIdx.x % kWarpgroupThreads == 0;
   unsigned* const tr = trl ? g_trace[trb][threadIdx.x / kWarpgroupThreads] : nullptr;
   unsigned tr_mbar = 0, tr_refill = 0, tr_bar = 0;
-  if (trl) tr[0] = trace_clock();
   const bool trs = FINE && trb >= 0 && (threadIdx.x == 0 || threadIdx.x == 32);
   unsigned* const trp = trs ? g_trace[trb][threadIdx.x == 32] + 256 : nullptr;
+  const int tr_tile = blockIdx.x + TILE * gridDim.x;
 """),
-    ("""  fence_proxy_async();
-  __syncthreads();
-
-  float acc[kG2Blocks][kG2Acc];""", """  fence_proxy_async();
-  __syncthreads();
-  if (trl) tr[1] = trace_clock();
-
-  float acc[kG2Blocks][kG2Acc];"""),
-    ("""    named_sync<kTokenBarrier>(wgi, kThreads);
-
-    // ---- turn j""", """    named_sync<kTokenBarrier>(wgi, kThreads);
-    if (trl) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = tr_bar = 0; }
-
-    // ---- turn j"""),
-    ("""    auto release = [&](int u) {
-      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-      const int next = fill0 + u + kRingSlots;
-      if (elected && next < total_pairs) refill(next);""", """    auto release = [&](int u) {
-      unsigned c0 = trl ? trace_clock() : 0;
-      named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-      if (trl) tr_bar += trace_clock() - c0;
-      if (trs && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
-      const int next = fill0 + u + kRingSlots;
-      if (elected && next < total_pairs) { unsigned c1 = trace_clock(); refill(next); tr_refill += trace_clock() - c1; }
-      if (trs && j == 4) trp[(u + 1) * 6 + 5] = trace_clock();"""),
-    ("""      mbar_wait(bar(slot), (i / kRingSlots) & 1);
-""", """      if (trs && j == 4) trp[u * 6 + 0] = trace_clock();
-      unsigned c0 = trl ? trace_clock() : 0;
-      mbar_wait(bar(slot), (i / kRingSlots) & 1);
-      if (trl) tr_mbar += trace_clock() - c0;
-      if (trs && j == 4) trp[u * 6 + 1] = trace_clock();
+    ("""    auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
+""", """    auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
+    const bool trt = trl && tile == tr_tile, trf = trs && tile == tr_tile;
+    if (trt) tr[0] = trace_clock();
 """),
-    ("""    auto end_fill = [&](int u) {
-      wgmma_commit();
-      if (u > 0) {
-        wgmma_wait<1>();""", """    auto end_fill = [&](int u) {
-      wgmma_commit();
-      if (trs && j == 4) trp[u * 6 + 2] = trace_clock();
-      if (u > 0) {
-        wgmma_wait<1>();
-        if (trs && j == 4) trp[u * 6 + 3] = trace_clock();"""),
-    ("""    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
-""", """    if (trl) {
-      tr[8 + j * 8 + 1] = trace_clock();
-      tr[8 + j * 8 + 2] = tr_mbar;
-      tr[8 + j * 8 + 3] = tr_refill;
-      tr[8 + j * 8 + 4] = tr_bar;
-      tr[8 + j * 8 + 5] = n * kPairStages;
-    }
-    if (j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+    ("""      named_sync<kTokenBarrier>(wgi, kThreads);
+""", """      named_sync<kTokenBarrier>(wgi, kThreads);
+      if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = tr_bar = 0; }
 """),
-    ("""      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
-""", """      if (trl) tr[8 + j * 8 + 6] = trace_clock();
-      if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
-      if (trl) tr[8 + j * 8 + 7] = trace_clock();
+    ("""      auto release = [&](int u) {
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        const int next = fill0 + u + kRingSlots;
+        if (elected && (next < total_pairs || !last_tile()))
+          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
+""", """      auto release = [&](int u) {
+        unsigned c0 = trt ? trace_clock() : 0;
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        if (trt) tr_bar += trace_clock() - c0;
+        if (trf && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
+        const int next = fill0 + u + kRingSlots;
+        if (elected && (next < total_pairs || !last_tile())) {
+          unsigned c1 = trace_clock();
+          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
+          if (trt) tr_refill += trace_clock() - c1;
+        }
+        if (trf && j == 4) trp[(u + 1) * 6 + 5] = trace_clock();
 """),
-    ("""      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
-    }
-  }
-""", """      fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
-      if (trl) tr[200 + j] = trace_clock();
-    }
-  }
+    ("""        mbar_wait(bar(slot), (i / kRingSlots) & 1);
+""", """        if (trf && j == 4) trp[u * 6 + 0] = trace_clock();
+        unsigned c0 = trt ? trace_clock() : 0;
+        mbar_wait(bar(slot), (i / kRingSlots) & 1);
+        if (trt) tr_mbar += trace_clock() - c0;
+        if (trf && j == 4) trp[u * 6 + 1] = trace_clock();
 """),
-    ("""  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
-""", """  if (trl) tr[2] = trace_clock();
-  __syncthreads();  // both warpgroups are past their last wgmma; x^T is free
-  if (trl) tr[3] = trace_clock();
+    ("""      auto end_fill = [&](int u) {
+        wgmma_commit();
+        if (u > 0) {
+          wgmma_wait<1>();""", """      auto end_fill = [&](int u) {
+        wgmma_commit();
+        if (trf && j == 4) trp[u * 6 + 2] = trace_clock();
+        if (u > 0) {
+          wgmma_wait<1>();
+          if (trf && j == 4) trp[u * 6 + 3] = trace_clock();"""),
+    ("""      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+""", """      if (trt) {
+        tr[8 + j * 8 + 1] = trace_clock();
+        tr[8 + j * 8 + 2] = tr_mbar;
+        tr[8 + j * 8 + 3] = tr_refill;
+        tr[8 + j * 8 + 4] = tr_bar;
+        tr[8 + j * 8 + 5] = n * kPairStages;
+      }
+      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """),
-    ("""    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
-  }
-""", """    store_tile<S>(ys, p, C, L, p.x + row * p.C * L, p.y + row * p.C * L, (blk % tiles_per_row) * kTileT);
-  }
-  if (trl) tr[4] = trace_clock();
+    ("""      if (j == turns.nc && !last_tile()) {
+""", """      if (j == turns.nc && !last_tile()) {
+        if (trt) tr[1] = trace_clock();
+"""),
+    ("""        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+""", """        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+        if (trt) tr[2] = trace_clock();
+"""),
+    ("""        if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
+""", """        if (trt) tr[8 + j * 8 + 6] = trace_clock();
+        if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
+        if (trt) tr[8 + j * 8 + 7] = trace_clock();
+"""),
+    ("""        fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
+      }
+""", """        fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
+        if (trt) tr[200 + j] = trace_clock();
+      }
+"""),
+    ("""    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
+""", """    if (trt) tr[3] = trace_clock();
+    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
+    if (trt) tr[4] = trace_clock();
 """),
 ]
 
@@ -123,6 +130,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--fine", action="store_true", help="also stamp every step of turn 4's slots")
+    ap.add_argument("--tile", type=int, default=3, help="which of each traced CTA's tiles to trace (from 0)")
     args = ap.parse_args()
     src = (ROOT / "kernels" / "fused_dwsep.cu").read_text()
     cut = src.index("namespace wg {\n")
@@ -132,7 +140,7 @@ def main() -> None:
         if n != 1:
             raise SystemExit(f"clock_trace.py: the anchor below occurs {n} times in the wgmma kernel "
                              f"(the kernel changed; update PATCHES):\n{anchor}")
-        body = body.replace(anchor, text.replace("FINE", "true" if args.fine else "false"))
+        body = body.replace(anchor, text.replace("FINE", "true" if args.fine else "false").replace("TILE", str(args.tile)))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "fused_dwsep.cu").write_text(head + body)
     shutil.copy(ROOT / "kernels" / "fused_dwsep.h", args.out_dir / "fused_dwsep.h")

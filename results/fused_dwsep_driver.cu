@@ -19,29 +19,38 @@ static float* dev_rand(size_t n, float scale, unsigned seed) {
 }
 
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
-// The tables of results/clock_trace.py's copy: per traced CTA, the phases
-// (cycles from the first warpgroup's start), then per turn its start,
-// length, stages, and the cycles its elected thread spent in mbarrier waits,
-// bulk-copy issue and warpgroup barriers; per chunk the owner's free-barrier
-// wait and depthwise; with --fine, each slot of turn 4.
+// The tables of results/clock_trace.py's copy, for the traced tile of each
+// traced CTA: per warpgroup when it entered the tile, its staging of the next
+// tile's x^T and its epilogue (cycles from the first warpgroup's entry); per
+// turn its owner, start, length, stages, and the cycles its elected thread
+// spent in mbarrier waits, bulk-copy issue and warpgroup barriers; per chunk
+// the owner's free-barrier wait and depthwise; with --fine, each slot of
+// turn 4.
 static void print_trace(int64_t grid) {
   static unsigned tr[2][2][512];
   CK(cudaMemcpyFromSymbol(tr, fused_dwsep::wg::g_trace, sizeof(tr)));
   for (int b = 0; b < 2; ++b) {
     const unsigned base = std::min(tr[b][0][0], tr[b][1][0]);
     auto at = [&](unsigned v) { return static_cast<long long>(static_cast<int>(v - base)); };
-    printf("CTA %lld: staged %lld, turns end %lld / %lld, epilogue %lld .. %lld\n", b ? (long long)(grid / 2) : 5LL,
-           at(tr[b][0][1]), at(tr[b][0][2]), at(tr[b][1][2]), at(tr[b][0][3]), at(tr[b][0][4]));
+    printf("CTA %lld:\n", b ? (long long)(grid / 2) : 5LL);
+    for (int w = 0; w < 2; ++w) {
+      const unsigned* t = tr[b][w];
+      printf("  wg %d: entered %lld", w, at(t[0]));
+      if (t[1] != 0) printf(", staged next x^T %lld .. %lld", at(t[1]), at(t[2]));
+      printf(", epilogue %lld .. %lld\n", at(t[3]), at(t[4]));
+    }
     printf("  turn wg   start  cycles stages cyc/stage  mbar refill   bar | free-wait depthwise\n");
     long long cycles = 0, stages = 0;
-    for (int j = 0; j < 64; ++j) {
-      const unsigned* t = tr[b][j % 2] + 8 + j * 8;
-      if (8 + j * 8 + 8 > 200 || t[5] == 0) break;
+    for (int j = 0; 8 + j * 8 + 8 <= 200; ++j) {
+      const int w = tr[b][0][8 + j * 8] != 0 ? 0 : 1;
+      const unsigned* t = tr[b][w] + 8 + j * 8;
+      if (t[0] == 0) break;
       const int len = static_cast<int>(t[1] - t[0]);
       cycles += len; stages += t[5];
-      printf("  %4d %2d %7lld %7d %6u %9.0f %5u %6u %5u", j, j % 2, at(t[0]), len, t[5], (double)len / t[5], t[2], t[3], t[4]);
-      if (tr[b][j % 2][200 + j] != 0)
-        printf(" | %9d %9d", static_cast<int>(t[7] - t[6]), static_cast<int>(tr[b][j % 2][200 + j] - t[7]));
+      printf("  %4d %2d %7lld %7d %6u %9.0f %5u %6u %5u", j, w, at(t[0]), len, t[5], t[5] ? (double)len / t[5] : 0.0,
+             t[2], t[3], t[4]);
+      if (tr[b][w][200 + j] != 0)
+        printf(" | %9d %9d", static_cast<int>(t[7] - t[6]), static_cast<int>(tr[b][w][200 + j] - t[7]));
       printf("\n");
     }
     printf("  turns: %lld cycles, %lld stages, %.0f a stage\n", cycles, stages, (double)cycles / stages);
@@ -86,7 +95,8 @@ int main(int argc, char** argv) {
   for (float v : hy) { unsigned u; memcpy(&u, &v, 4); hash = (hash ^ u) * 1099511628211ull; }
   printf("median %.4f ms min %.4f y hash %016llx\n", t[t.size() / 2], t[0], hash);
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
-  print_trace(B * fused_dwsep::ceil_div(L, fused_dwsep::wg::kTileT));
+  const int64_t tiles = B * fused_dwsep::ceil_div(L, fused_dwsep::wg::kTileT);
+  print_trace(std::min<int64_t>(tiles, fused_dwsep::device_sm_count(0)));  // launch()'s grid
 #endif
   return 0;
 }
