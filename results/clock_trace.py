@@ -118,9 +118,9 @@ __device__ __forceinline__ unsigned trace_clock() {
         if (trt) tr[200 + j] = trace_clock();
       }
 """),
-    ("""    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
+    ("""    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
 """, """    if (trt) tr[3] = trace_clock();
-    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq, g, q);
+    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
     if (trt) tr[4] = trace_clock();
 """),
 ]
