@@ -493,14 +493,16 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
     check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({path})")
 
 
-# The wgmma kernel's turns (kernels/fused_dwsep.cu): chunk c of E (64 channels)
-# belongs to warpgroup c % 2, GEMM2 is split by output-channel half, and the
-# turn and buffer barriers depend on the number of chunks. One chunk (an empty
-# turn), two, an odd and an even count, and C at one stage of 16 input
-# channels, just over one half (129) and unaligned; all but C = 256 an odd
-# number of 16-channel stages, which the ring's two-stage slots pad with a zero
-# stage; all with enough tiles for the 128-position tiles, one with rows
-# shorter than a tile.
+# The wgmma kernel's turns (kernels/fused_dwsep.cu): the two warpgroups take
+# the turns alternately, GEMM2 is split by output-channel half, and the turn
+# and buffer barriers depend on the number of chunks of E (64 channels). One
+# chunk (an empty turn), two, an odd and an even count, and C at one stage of
+# 16 input channels, just over one half (129) and unaligned; all but C = 256
+# an odd number of 16-channel stages, which the ring's two-stage slots pad
+# with a zero stage; all with enough tiles for the 128-position tiles, one
+# with rows shorter than a tile. The kernel is persistent: on a 132-SM GPU
+# each CTA takes two tiles here, and with an even count of chunks (an odd
+# count of turns a tile) the warpgroups swap halves of C from tile to tile.
 WGMMA_TURNS = [
     # B, C, E, L, K
     (4, 16, 64, 8191, 5),  # 1 chunk
