@@ -526,6 +526,27 @@ def test_cuda_wgmma_chunk_counts(B, C, E, L, K):
 
 
 @requires_cuda
+@pytest.mark.parametrize("offset", [1, 2, 4], ids=["4-byte", "8-byte", "16-byte"])
+@pytest.mark.parametrize("L", [8191, 8192])
+def test_cuda_x_at_float_offsets(offset, L):
+    """A contiguous x whose data starts `offset` floats into its storage: the
+    x staging and the epilogue's 8-byte pairs depend on the alignment of x (and
+    of x against y), so every alignment class takes the wgmma kernel's paths."""
+    B, C, E, K = 4, 64, 128, 9
+    ref, new = make_pair(C, E, K, seed=offset, device="cuda")
+    storage = torch.randn(B * C * L + offset, device="cuda")
+    x = storage[offset:].view(B, C, L)
+    assert x.is_contiguous() and x.data_ptr() % 16 == 4 * offset % 16
+    with cudnn_tf32(True), torch.no_grad():
+        poison_allocator(x.numel(), "cuda")
+        out = new(x)
+        path = kernel_path(C, E, K, B, L)
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert path == "wgmma", f"B={B} C={C} E={E} L={L} should take the wgmma kernel, took {path}"
+    check_cuda(out, x, ref, True, f"x at a {offset}-float offset, L={L} ({path})")
+
+
+@requires_cuda
 @pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 @pytest.mark.parametrize("C,E,K", [(256, 512, 9), (320, 128, 9), (24, 40, 31)])
 def test_cuda_padding_edges(C, E, K, tf32):
