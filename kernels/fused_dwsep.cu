@@ -24,7 +24,8 @@
 //   sm_90a): the C <= 256 tile with Hopper's warpgroup mma, both operands read
 //   by the tensor cores from shared memory, weights streamed by bulk copies,
 //   and the two warpgroups taking turns on the tensor cores so that one runs
-//   the depthwise while the other runs GEMMs (see its section below).
+//   the depthwise while the other runs GEMMs; persistent (one CTA per SM
+//   walks its tiles, y written from the accumulators; see its section below).
 // Shapes outside the gate (C > 512, K > 9, GPUs before sm_80) have no kernel
 // here: fused_dwsep.py runs them with PyTorch's own convolutions. (A CUDA-core
 // version of this fusion measured 2-236x slower than those; kernels/NOTES.md.)
@@ -838,7 +839,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 namespace wg {
 
 using namespace tc;
-using S = C256;  // the tile (and the epilogue's row-major staging tile)
+using S = C256;  // the tile
 constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
 
 constexpr int kWarpgroupThreads = 128;
@@ -938,8 +939,8 @@ static_assert(kHRowFloats % kVec == 0 && kTileT == kWarpSize * kVec && kHRowFloa
 static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
               "a warp's rows are two GEMM2 k-steps");
 
-// Shared memory: x^T [kNX][kCMax] cores (the epilogue's [kCMax][kXStride]
-// row-major tile after the last GEMM1) | h buffers | weight ring | mbarriers.
+// Shared memory: x^T [kNX][kCMax] cores | h buffers | weight ring | mbarriers
+// | tails.
 constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
 constexpr size_t kHOffset = kXtBytes;
 constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
@@ -1173,9 +1174,9 @@ __device__ __forceinline__ int lane_id() {
 // positions: coalesced reads), zeros outside [0, L) and past C. Synchronous
 // loads here left the SM idle for ~40% of the kernel (ncu), the copies in
 // flight being too few; so did float4 loads transposed in registers (4 blocks
-// in flight a thread: 25k cycles a tile against 19k). No L2 prefetch of the
-// next wave's x either: asked at the tile's start or mid-tile, it made the
-// (non-persistent) kernel 4% slower (kernels/NOTES.md).
+// in flight a thread: 25k cycles a tile against 19k; in the persistent kernel
+// 6-13% slower). No L2 prefetch of the next tile's x either: before the
+// kernel was persistent and in it, 2-5% slower (kernels/NOTES.md, v12).
 //
 // A lane copies columns lane + 32k of every row: their shared-memory offsets
 // and whether they lie inside [0, L) are worked out once, and the source
@@ -1400,8 +1401,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // other the odd ones; the W2 stages of turn j hold output channels
   // [kG2Rows * (j % 2), kG2Rows * (j % 2 + 1)) in every tile, so with an odd
   // count of turns a tile the warpgroups swap halves of C from tile to tile.
-  // The tile's ring fill i is the ring's fill f + i overall, f = ring_pos
-  // mod 6: slot (ring_pos + i) % 3, phase parity (ring_pos + i) / 3 % 2.
+  // The tile's ring fill i is the ring's fill f + i overall, with f = ring_pos
+  // (mod 6): slot (ring_pos + i) % 3, phase parity (ring_pos + i) / 3 % 2.
   constexpr int kRingPeriod = 2 * kRingSlots;
   for (int tile = blockIdx.x, first_owner = 0, ring_pos = 0; tile < tiles(); tile += gridDim.x,
            first_owner ^= turns.count() % kWarpgroups, ring_pos = (ring_pos + total_pairs) % kRingPeriod) {
