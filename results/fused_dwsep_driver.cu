@@ -36,7 +36,9 @@ static void print_trace(int64_t grid) {
     for (int w = 0; w < 2; ++w) {
       const unsigned* t = tr[b][w];
       printf("  wg %d: entered %lld", w, at(t[0]));
-      if (t[1] != 0) printf(", staged next x^T %lld .. %lld", at(t[1]), at(t[2]));
+      if (t[1] != 0)
+        printf(", staged next x^T %lld .. %lld (copies issued %lld, landed %lld, barrier %lld)", at(t[1]), at(t[2]),
+               at(t[5]), at(t[6]), at(t[7]));
       printf(", epilogue %lld .. %lld\n", at(t[3]), at(t[4]));
     }
     printf("  turn wg   start  cycles stages cyc/stage  mbar refill   bar | free-wait depthwise\n");
