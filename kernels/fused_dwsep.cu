@@ -539,7 +539,8 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
   // accesses, a warp's 32 consecutive in a row (128 coalesced bytes), with
   // kBatchScalar loads of x in flight a thread before their adds (a float4
   // piece at a time, its 4 loads one after another, was 1-3% slower on the
-  // suite's rows with L % 4 != 0; kernels/NOTES.md, v11c).
+  // suite's rows with L % 4 != 0, measured in the wgmma kernel, which wrote y
+  // through this function until v12; kernels/NOTES.md, v11c).
   constexpr int kBatchScalar = 16;
   const int elems = C * S::kTileT;
   for (int e0 = threadIdx.x; e0 < elems; e0 += kBatchScalar * kThreads) {
@@ -1254,7 +1255,7 @@ constexpr int kQuad = 4;  // lanes of a quad hold one row's 8 columns of an n8 t
 __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
                                         int64_t b, int64_t t0, int half, int wq) {
   constexpr int kNTiles = kTileT / kMmaN;
-  const int g = lane_id() / kQuad, q = lane_id() % kQuad;
+  const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
   // The tile inside its row, and x and y equally aligned mod 8 bytes (always,
   // unless x is a view at an odd float offset): 8-byte accesses in every row.
   const bool interior = t0 + kTileT <= L &&
@@ -1304,7 +1305,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
             __stcs(yp, (lo[nt] + bias) + xv[nt].x);
         }
         if (sh == 1 && q == 0) __stcs(yr, (first + bias) + x_first);
-      } else if (row_ok) {  // a row's last tile: one float at a time, up to L
+      } else if (row_ok) {  // a row's last tile (or x, y unequally aligned): one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;  // positions of the row from this lane's first
         float xv[2 * kNTiles];
 #pragma unroll
@@ -1467,7 +1468,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
           // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
           // owner, K-cores 2 (s % 2) and the next.
-          const float* h3t = hbuf + (chunk % kWarpgroups ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
+          const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
                              (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
           const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
 #pragma unroll
@@ -1636,7 +1637,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
 
@@ -1800,8 +1800,11 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // persistent instead: one CTA per SM, each walking its share of the tiles.
   const int64_t tiles = p.B * ceil_div(p.L, tl.tile_t);
   if (tiles > INT32_MAX) return cudaErrorInvalidValue;
-  const int64_t sms = device_sm_count(device);
-  const int64_t blocks = path == Path::kWgmma && tiles > sms ? sms : tiles;
+  int64_t blocks = tiles;
+  if (path == Path::kWgmma) {
+    const int64_t sms = device_sm_count(device);
+    if (blocks > sms) blocks = sms;
+  }
   err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
