@@ -831,7 +831,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 //
 // Both GEMMs read their weights (A) and activations (B) from shared memory,
 // K-major in core matrices (8 rows x 4 TF32 = 128 contiguous bytes, no
-// swizzle). The weights are packed per call into 4 KB stages in that layout,
+// swizzle; x^T's ordered K-core by K-core, see xt_offset). The weights are packed per call into 4 KB stages in that layout,
 // in the order the turns consume them, and stream through a ring of
 // kRingSlots slots of two stages by bulk copies (cp.async.bulk), one mbarrier
 // per slot; the warpgroup whose turn it is issues a slot's wgmmas as one
@@ -1425,11 +1425,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
 // turns and the weight ring run on across tiles: turn j of the CTA's k-th
 // tile is its turn k (nc + 3) + j overall, owned by warpgroup (k (nc + 3) + j)
 // % 2, and the ring's fills repeat the same stages every tile. Between tiles:
-// x^T is free once turn nc-1's GEMM1 is done, and turn nc (GEMM2 only) has
-// no depthwise after it, so its owner stages the next tile's x^T while the
-// other warpgroup runs the depthwise of chunk nc-1 and turn nc+1; each
-// warpgroup writes its channels of y from its accumulators after its last
-// turn of the tile, while the other runs a turn.
+// x^T is free once turn nc-1's GEMM1 is done: the next tile's x^T is copied
+// in then (tensor copies; else 4-byte copies by turn nc's owner after its
+// turn), and turn nc (GEMM2 only, no depthwise after it) leaves its owner
+// the time to turn it around while the other warpgroup runs the depthwise of
+// chunk nc-1 and turn nc+1. Each warpgroup writes its channels of y from its
+// accumulators after its last turn of the tile, while the other runs a turn,
+// and loads the next tile's x into them, in flight under its first turn.
 // x_map: x as [B][C][L] for the tensor copies, used when x_tma (else x^T is
 // staged by 4-byte copies).
 __global__ void __launch_bounds__(kThreads, 1)
