@@ -42,8 +42,6 @@
 
 #include "fused_dwsep.h"
 
-#include <cudaTypedefs.h>  // CUtensorMap and cuTensorMapEncodeTiled's type (the call goes through the runtime)
-
 #include <cfloat>
 #include <cstdint>
 
@@ -831,7 +829,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 //
 // Both GEMMs read their weights (A) and activations (B) from shared memory,
 // K-major in core matrices (8 rows x 4 TF32 = 128 contiguous bytes, no
-// swizzle; x^T's ordered K-core by K-core, see xt_offset). The weights are packed per call into 4 KB stages in that layout,
+// swizzle). The weights are packed per call into 4 KB stages in that layout,
 // in the order the turns consume them, and stream through a ring of
 // kRingSlots slots of two stages by bulk copies (cp.async.bulk), one mbarrier
 // per slot; the warpgroup whose turn it is issues a slot's wgmmas as one
@@ -942,18 +940,8 @@ static_assert(kHRowFloats % kVec == 0 && kTileT == kWarpSize * kVec && kHRowFloa
 static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
               "a warp's rows are two GEMM2 k-steps");
 
-// Shared memory: x^T | h buffers | weight ring | mbarriers | tails.
-//
-// x^T (GEMM1's B operand, [kNX positions][kCMax channels] K-major) in core
-// matrices ordered K-core by K-core: the 17 cores of channels 4kc..4kc+3 are
-// adjacent (8-position groups 128 bytes apart, K-cores kNX * 16 bytes), so
-// that a K-core occupies exactly the bytes that x's 4 rows of kNX positions
-// do, and x^T can land as x lies (tensor copies) and be turned around in
-// place, one K-core per warp (transpose_x).
-constexpr int kXtKCoreFloats = kNX * kCoreK;
-__host__ __device__ constexpr int xt_offset(int n, int k) {
-  return (k / kCoreK) * kXtKCoreFloats + (n / kCoreRows) * kCoreFloats + (n % kCoreRows) * kCoreK + k % kCoreK;
-}
+// Shared memory: x^T [kNX][kCMax] cores | h buffers | weight ring | mbarriers
+// | tails.
 constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
 constexpr size_t kHOffset = kXtBytes;
 constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
@@ -961,8 +949,7 @@ constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
 // The right halo of a warp's first 4 rows (the later rows' go where the
 // h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
 constexpr int kTailFloats = kCoreK * kMaxHalf;
-constexpr int kXBar = kRingSlots;  // after the ring's: the x^T tensor copies' mbarrier
-constexpr size_t kTailOffset = round_up(kBarOffset + (kRingSlots + 1) * sizeof(uint64_t), sizeof(float4));
+constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
 constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
 static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
 static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0 && kTailOffset % 16 == 0,
@@ -1216,12 +1203,12 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
     const int n = lane + k * kWarpSize;
     const int64_t pos = xcol0 + n;
     col_in[k] = n < kNX && pos >= 0 && pos < L;
-    col_smem[k] = xt_offset(n, 0) * sizeof(float);
+    col_smem[k] = core_offset(n, 0, kCMax) * sizeof(float);
     col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
   }
   for (int c = sw; c < c16; c += kStageWarps) {
     const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
-    const uint32_t row_smem = xt_smem + xt_offset(0, c) * sizeof(float);
+    const uint32_t row_smem = xt_smem + core_offset(0, c, kCMax) * sizeof(float);
 #pragma unroll
     for (int k = 0; k < kColsPerLane; ++k) {
       if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
@@ -1252,76 +1239,6 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
   }
 }
 
-// x^T by the tensor-memory accelerator, where x's rows are 16-byte aligned
-// (L % 4 == 0; launch() decides, x_map describes x as [B][C][L]): a tensor
-// copy a box of kXBoxChannels rows of kNX positions lands them as they lie in
-// x, zeros outside [0, L) and past C, over exactly the bytes of their K-cores
-// in x^T; transpose_x then turns each K-core around in place. The 4-byte
-// copies above kept too few bytes in flight per SM (~20k cycles to issue a
-// tile's at the headline, clock trace, kernels/NOTES.md); these are a few
-// instructions, issued by one thread the moment x^T is free. (Boxes of 8
-// positions x all channels, for x^T in position-major cores, took the
-// tensor-memory unit ~17k cycles a tile: 32-byte rows.)
-constexpr int kXBoxChannels = 32;
-static_assert(kPairStages * kG1StageK % kXBoxChannels == 0 && kXBoxChannels % kCoreK == 0,
-              "c16 (whole ring slots of W1 stages) is whole boxes of whole K-cores");
-__device__ __forceinline__ void stage_x_tma(uint32_t xt_smem, const CUtensorMap* x_map, int c16, int64_t b,
-                                            int64_t xcol0, uint32_t bar) {
-  fence_proxy_async();  // the last tile's x^T stores (generic) before the copies' writes (async proxy)
-  const uint32_t bytes = c16 * kNX * static_cast<uint32_t>(sizeof(float));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-#pragma unroll 1
-  for (int c = 0; c < c16; c += kXBoxChannels) {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-        "[%5];\n" ::"r"(xt_smem + xt_offset(0, c) * static_cast<uint32_t>(sizeof(float))),
-        "l"(x_map), "r"(static_cast<int>(xcol0)), "r"(c), "r"(static_cast<int>(b)), "r"(bar)
-        : "memory");
-  }
-}
-// K-core kc holds [4 channels][kNX positions] as copied. Element i of the
-// K-core in x^T's order, lane l's i = 32 j + l (position 8 j + l / 4,
-// channel l % 4), is element (l % 4) kNX + 8 j + l / 4 as copied. A warp
-// reads its K-core whole, rounds it to TF32 and writes it back; both
-// accesses conflict-free (kNX = 8 mod 32).
-constexpr int kXtGroups = kNX / kCoreRows;
-static_assert(kNX % kCoreRows == 0 && kNX % 32 == 8, "whole 8-position groups; conflict-free reads");
-template <int kStageWarps>
-__device__ __forceinline__ void transpose_x(float* xt, int c16, int sw) {
-  const int lane = lane_id();
-  const int src = lane % kCoreK * kNX + lane / kCoreK;
-  for (int kc = sw; kc < c16 / kCoreK; kc += kStageWarps) {
-    float* const core = xt + kc * kXtKCoreFloats;
-    float v[kXtGroups];
-#pragma unroll
-    for (int j = 0; j < kXtGroups; ++j) v[j] = core[src + j * kCoreRows];
-    // Every load before any store: the warp is converged here and performs
-    // its shared-memory accesses in order, so a compiler barrier is enough
-    // (a __syncwarp made ptxas spill in the tile loop).
-    asm volatile("" ::: "memory");
-#pragma unroll
-    for (int j = 0; j < kXtGroups; ++j) core[j * kCoreFloats + lane] = tf32_round(v[j]);
-  }
-}
-
-// The first tile's x^T, by all eight warps (not inlined: the kernel's tile
-// loop is at the edge of its registers, and with both ways of staging
-// inlined here ptxas spilled in it).
-__device__ __noinline__ void stage_first_x(float* xt, const float* xrow, int C, int64_t L, int c16, int64_t xcol0,
-                                           bool x_tma, uint32_t x_bar) {
-  const int warp = threadIdx.x / kWarpSize;
-  if (x_tma) {
-    __syncthreads();  // the mbarrier initialised
-    mbar_wait(x_bar, 0);
-    transpose_x<kWarps>(xt, c16, warp);
-  } else {
-    stage_x_copies<kWarps>(smem_u32(xt), xrow, C, L, c16, xcol0, warp);
-    cp_async_wait<0>();
-    __syncthreads();
-    round_x<kThreads>(xt, threadIdx.x);
-  }
-}
-
 // ---- the residual and the epilogue ----------------------------------------------
 // The kG2Rows output channels a warpgroup accumulates (`half` of them) sit in
 // its fragments as mma.sync's C layout: lane (g, q) of warp wq holds, for m64
@@ -1329,14 +1246,15 @@ __device__ __noinline__ void stage_first_x(float* xt, const float* xrow, int C, 
 // and + 1. The accumulators start each tile at x (init_acc: loads straight
 // into them, nothing waits on them before the tile's first turn ends, which
 // uses acc1 only), and store_y writes y = acc + b2. With x loaded at the end
-// instead, the epilogue took ~14k cycles a tile on the critical path (clock
-// trace) and the kernel ~11% of its time (without it, kernels/NOTES.md).
+// instead, the epilogue took ~12-15k cycles a tile on the critical path
+// (clock traces; leaving it out saved ~11% of the kernel, kernels/NOTES.md).
 constexpr int kQuad = 4;  // lanes of a quad hold one row's 8 columns of an n8 tile
 constexpr int kNTiles = kTileT / kMmaN;
 // The tile inside its row, and x and y equally aligned mod 8 bytes (always,
 // unless x is a view at an odd float offset): 8-byte accesses in every row.
 __device__ __forceinline__ bool pairs_ok(const Params& p, int64_t L, int64_t t0) {
-  return t0 + kTileT <= L && (reinterpret_cast<uintptr_t>(p.x) ^ reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
+  return t0 + kTileT <= L &&
+         (reinterpret_cast<uintptr_t>(p.x) ^ reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
 }
 // a0, a1 = x at p, p + 1: one 8-byte load (pair), else each alone where ok0 /
 // ok1, else unchanged. Predicated, not branched: with the accumulators
@@ -1425,24 +1343,20 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
 // turns and the weight ring run on across tiles: turn j of the CTA's k-th
 // tile is its turn k (nc + 3) + j overall, owned by warpgroup (k (nc + 3) + j)
 // % 2, and the ring's fills repeat the same stages every tile. Between tiles:
-// x^T is free once turn nc-1's GEMM1 is done: the next tile's x^T is copied
-// in then (tensor copies; else 4-byte copies by turn nc's owner after its
-// turn), and turn nc (GEMM2 only, no depthwise after it) leaves its owner
-// the time to turn it around while the other warpgroup runs the depthwise of
-// chunk nc-1 and turn nc+1. Each warpgroup writes its channels of y from its
-// accumulators after its last turn of the tile, while the other runs a turn,
-// and loads the next tile's x into them, in flight under its first turn.
-// x_map: x as [B][C][L] for the tensor copies, used when x_tma (else x^T is
-// staged by 4-byte copies).
-__global__ void __launch_bounds__(kThreads, 1)
-    fused_dwsep_wgmma_kernel(Params p, const __grid_constant__ CUtensorMap x_map, bool x_tma) {
+// x^T is free once turn nc-1's GEMM1 is done, and turn nc (GEMM2 only) has
+// no depthwise after it, so its owner stages the next tile's x^T while the
+// other warpgroup runs the depthwise of chunk nc-1 and turn nc+1; each
+// warpgroup writes its channels of y from its accumulators after its last
+// turn of the tile, while the other runs a turn, and loads the next tile's x
+// into them, in flight under its first turn.
+__global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem_f4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem_f4);
   float* xt = reinterpret_cast<float*>(smem);                 // x^T cores [kNX][kCMax]
   float* hbuf = reinterpret_cast<float*>(smem + kHOffset);    // [kWarpgroups][kHBufFloats]
   const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingSlots x kSlotBytes
-  const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot, then kXBar
+  const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
   float* const tail0 = reinterpret_cast<float*>(smem + kTailOffset) + threadIdx.x / kWarpSize * kTailFloats;
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
   const uint32_t xt_smem = smem_u32(xt);
@@ -1477,17 +1391,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   // ---- weight ring: the first stages travel while x is staged -----------------
-  const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= kXBar; ++s) mbar_init(bar(s), 1);
+    for (int s = 0; s < kRingSlots; ++s) mbar_init(bar(s), 1);
     fence_mbar_init();
-    if (x_tma) stage_x_tma(xt_smem, &x_map, c16, tile_row(blockIdx.x), tile_t0(blockIdx.x) - kMaxHalf, bar(kXBar));
     for (int i = 0; i < kRingSlots; ++i) refill(i, i);
   }
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
-  // (x^T's k-th staging completes the x mbarrier's phase k: parity k % 2.)
-  stage_first_x(xt, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, x_tma, bar(kXBar));
+  const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
+  stage_x_copies<kWarps>(xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf,
+                         warp);
+  cp_async_wait<0>();
+  __syncthreads();
+  round_x<kThreads>(xt, threadIdx.x);
   fence_proxy_async();
   __syncthreads();
 
@@ -1495,7 +1411,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
   auto taps = [&] { return p.workspace + WgLayout(p.C, p.E).taps(); };
-  const uint64_t x_desc0 = smem_desc(xt_smem, kXtKCoreFloats * sizeof(float), kCoreBytes);
+  const uint64_t x_desc0 = smem_desc(xt_smem, kCoreBytes, kCMax / kCoreK * kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
   // Per tile: warpgroup first_owner takes turn 0 (and the even turns), the
@@ -1582,7 +1498,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
         const int k = kb * kG1StageK + ks * kMmaK;
         a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
-        b_desc = x_desc0 + ((k / kCoreK) * kXtKCoreFloats * sizeof(float) >> 4);  // x^T at k: the start address field
+        b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
       };
       if (u < n) {
         const uint32_t slot = begin_fill(u);
@@ -1615,27 +1531,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (n > 0) release(n - 1);
       if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 
-      // ---- the next tile's x^T. Turn nc-1's GEMM1 was its last read: by
-      // tensor copies, issued now and turned around by turn nc's owner after
-      // its turn; else by 4-byte copies from turn nc's owner, while the other
-      // warpgroup runs the depthwise of chunk nc-1 and turn nc+1 ----
-      if (x_tma && j == turns.nc - 1 && elected && !last_tile()) {
-        const int next = tile + gridDim.x;
-        stage_x_tma(xt_smem, &x_map, c16, tile_row(next), tile_t0(next) - kMaxHalf, bar(kXBar));
-      }
+      // ---- the next tile's x^T, while the other warpgroup runs the depthwise
+      // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
       if (j == turns.nc && !last_tile()) {
-        if (x_tma) {
-          const int next = tile + gridDim.x;
-          mbar_wait(bar(kXBar), static_cast<uint32_t>((next - static_cast<int>(blockIdx.x)) / gridDim.x) & 1);
-          transpose_x<kGroupWarps>(xt, c16, wq);
-        } else {
-          const int next = tile + gridDim.x;
-          stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16,
-                                      tile_t0(next) - kMaxHalf, wq);
-          cp_async_wait<0>();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
-        }
+        const int next = tile + gridDim.x;
+        stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf,
+                                    wq);
+        cp_async_wait<0>();
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
         fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
       }
 
@@ -1832,8 +1736,7 @@ Path select_path(const Params& p, int device) {
 
 namespace {
 
-// What launch() needs to start one of the tensor-core kernels (kernel:
-// null for the wgmma kernel, which takes more parameters).
+// What launch() needs to start one of the tensor-core kernels.
 struct TcLaunch {
   void (*kernel)(Params);
   size_t smem;
@@ -1852,7 +1755,7 @@ TcLaunch tc_launch(bool tf32) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return {nullptr, wg::kSmemBytes, wg::kTileT, wg::kCMax};
+    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, wg::kTileT, wg::kCMax};
 #endif
   if (path == Path::kTensorCoreWide)
     return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
@@ -1862,40 +1765,6 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
     default: return tc_launch<tc::C256>(p.tf32);
   }
 }
-
-#if defined(FUSED_DWSEP_SM90A)
-// x as a [B][C][L] tensor for the wgmma kernel's tensor copies of x^T (boxes
-// of 8 positions x c16 channels), when they can take it: rows 16-byte
-// aligned, coordinates in 32 bits, and the driver's encoder at hand (found
-// through the runtime, so nothing links against the driver library).
-// False: the kernel stages x^T by 4-byte copies.
-bool encode_x_map(const Params& p, CUtensorMap* map) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();  // not sticky; leave no error behind for launch() to report
-      fn = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  constexpr int64_t kAlign = 16;  // the tensor copies' global alignment (address and strides)
-  const int64_t row_bytes = p.L * static_cast<int64_t>(sizeof(float));
-  if (encode == nullptr || row_bytes % kAlign != 0 || reinterpret_cast<uintptr_t>(p.x) % kAlign != 0 ||
-      p.L + wg::kNX > INT32_MAX || p.B > INT32_MAX)
-    return false;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.L), static_cast<cuuint64_t>(p.C),
-                              static_cast<cuuint64_t>(p.B)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(row_bytes * p.C)};
-  const cuuint32_t box[3] = {wg::kNX, wg::kXBoxChannels, 1};
-  const cuuint32_t unit[3] = {1, 1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(p.x), dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-#endif
 
 }  // namespace
 
@@ -1944,23 +1813,15 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // persistent instead: one CTA per SM, each walking its share of the tiles.
   const int64_t tiles = p.B * ceil_div(p.L, tl.tile_t);
   if (tiles > INT32_MAX) return cudaErrorInvalidValue;
-#if defined(FUSED_DWSEP_SM90A)
+  int64_t blocks = tiles;
   if (path == Path::kWgmma) {
     const int64_t sms = device_sm_count(device);
-    CUtensorMap x_map{};
-    const bool x_tma = encode_x_map(p, &x_map);
-    err = cudaFuncSetAttribute(wg::fused_dwsep_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(tl.smem));
-    if (err != cudaSuccess) return err;
-    wg::fused_dwsep_wgmma_kernel<<<static_cast<unsigned>(tiles < sms ? tiles : sms), tc::kThreads, tl.smem,
-                                   stream>>>(p, x_map, x_tma);
-    return cudaGetLastError();
+    if (blocks > sms) blocks = sms;
   }
-#endif
   err = cudaFuncSetAttribute(tl.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(tl.smem));
   if (err != cudaSuccess) return err;
-  tl.kernel<<<static_cast<unsigned>(tiles), tc::kThreads, tl.smem, stream>>>(p);  // 8 warps
+  tl.kernel<<<static_cast<unsigned>(blocks), tc::kThreads, tl.smem, stream>>>(p);  // both kernels: 8 warps
   return cudaGetLastError();
 }
 

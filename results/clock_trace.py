@@ -4,8 +4,7 @@ the CTA's tile TILE, 3 unless --tile says otherwise, so that the pipeline is
 in its steady state): for thread 0 of each warpgroup, when it enters the
 tile, each of its turns' start and end, each depthwise's free-barrier wait
 and end, the staging of the next tile's x^T (by turn nc's owner: start,
-copies issued, landed, barrier, end; with tensor copies, issued by the
-other warpgroup at turn nc-1's end, landed = barrier) and its epilogue, plus the cycles each
+copies issued, landed, barrier, end) and its epilogue, plus the cycles each
 turn spends in its mbarrier waits, warpgroup barriers and bulk-copy issue.
 With --fine, also every step of each slot of
 the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
@@ -106,26 +105,14 @@ __device__ __forceinline__ unsigned trace_clock() {
 """, """      if (j == turns.nc && !last_tile()) {
         if (trt) tr[1] = trace_clock();
 """),
-    ("""          cp_async_wait<0>();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          round_x<kWarpgroupThreads>""", """          if (trt) tr[5] = trace_clock();
-          cp_async_wait<0>();
-          if (trt) tr[6] = trace_clock();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          if (trt) tr[7] = trace_clock();
-          round_x<kWarpgroupThreads>"""),
-    # tensor copies: issued by the other warpgroup's thread 0 at the end of
-    # turn nc-1 (stamped into the stager's slot 5), landed, turned around
-    ("""        stage_x_tma(xt_smem, &x_map, c16, tile_row(next), tile_t0(next) - kMaxHalf, bar(kXBar));
-      }
-""", """        stage_x_tma(xt_smem, &x_map, c16, tile_row(next), tile_t0(next) - kMaxHalf, bar(kXBar));
-        if (trt) g_trace[trb][1 - wgi][5] = trace_clock();
-      }
-"""),
-    ("""          transpose_x<kGroupWarps>(xt, c16, wq);
-""", """          if (trt) tr[6] = tr[7] = trace_clock();
-          transpose_x<kGroupWarps>(xt, c16, wq);
-"""),
+    ("""        cp_async_wait<0>();
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        round_x<kWarpgroupThreads>""", """        if (trt) tr[5] = trace_clock();
+        cp_async_wait<0>();
+        if (trt) tr[6] = trace_clock();
+        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+        if (trt) tr[7] = trace_clock();
+        round_x<kWarpgroupThreads>"""),
     ("""        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
 """, """        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
         if (trt) tr[2] = trace_clock();

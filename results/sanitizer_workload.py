@@ -24,8 +24,8 @@ SHAPES = [
     (2, 64, 64, 8192, 9),  # the wgmma kernel on 16-byte-aligned rows, C < 256
     (1, 40, 264, 132 * 128 + 5, 5),  # the wgmma kernel with 5 chunks of E: every kind of turn and barrier
     (1, 24, 136, 3 * 132 * 128 + 7, 9),  # persistent wgmma kernel: ~3 tiles a CTA, odd L (the shifted epilogue)
-    (2, 32, 128, 2 * 132 * 128 - 4, 9),  # 4 tiles a CTA; 5 turns a tile, so the warpgroups swap halves of C; x^T by tensor copies (L % 4 == 0)
-    (1, 72, 128, 132 * 128 * 2, 9),  # tensor copies: three 32-channel boxes, the last one partly past C
+    (2, 32, 128, 2 * 132 * 128 - 4, 9),  # 4 tiles a CTA; 5 turns a tile, so the warpgroups swap halves of C
+    (1, 72, 128, 132 * 128 * 2, 9),  # C = 72: the residual loads of channels past C predicated off
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
