@@ -1250,12 +1250,6 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
 // (clock traces; leaving it out saved ~11% of the kernel, kernels/NOTES.md).
 constexpr int kQuad = 4;  // lanes of a quad hold one row's 8 columns of an n8 tile
 constexpr int kNTiles = kTileT / kMmaN;
-// The tile inside its row, and x and y equally aligned mod 8 bytes (always,
-// unless x is a view at an odd float offset): 8-byte accesses in every row.
-__device__ __forceinline__ bool pairs_ok(const Params& p, int64_t L, int64_t t0) {
-  return t0 + kTileT <= L &&
-         (reinterpret_cast<uintptr_t>(p.x) ^ reinterpret_cast<uintptr_t>(p.y)) % sizeof(float2) == 0;
-}
 // a0, a1 = x at p, p + 1: one 8-byte load (pair), else each alone where ok0 /
 // ok1, else unchanged. Predicated, not branched: with the accumulators
 // defined in branches ptxas serialised every wgmma of the kernel (C7515).
@@ -1273,13 +1267,15 @@ __device__ __forceinline__ void init_acc(float (&acc)[kG2Blocks][kG2Acc], const 
   for (int m = 0; m < kG2Blocks; ++m)
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
-  const bool interior = pairs_ok(p, L, t0);
+  const bool interior = L - t0 >= kTileT;  // the tile inside its row
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
       const bool row_ok = c < C;
+      // 8-byte loads where the row's pairs are 8-byte aligned (even L, x not
+      // a view at an odd float offset), else 4-byte ones up to L
       const float* const xr = p.x + (b * C + (row_ok ? c : 0)) * L + t0 + 2 * q;  // this lane's first column
       const bool pair = row_ok && interior && reinterpret_cast<uintptr_t>(xr) % sizeof(float2) == 0;
       const int64_t left = row_ok && !pair ? L - t0 - 2 * q : 0;  // positions of the row from this lane's first
@@ -1298,7 +1294,7 @@ __device__ __forceinline__ void init_acc(float (&acc)[kG2Blocks][kG2Acc], const 
 __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
                                         int64_t b, int64_t t0, int half, int wq) {
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
-  const bool interior = pairs_ok(p, L, t0);
+  const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
   const int next_lane = g * kQuad + (q + 1) % kQuad;
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m) {
@@ -1326,7 +1322,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
             __stcs(yp, v1);
         }
         if (row_ok && sh == 1 && q == 0) __stcs(yr, a[0] + bias);
-      } else if (row_ok) {  // a row's last tile (or x, y unequally aligned): one float at a time, up to L
+      } else if (row_ok) {  // a row's last tile: one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
