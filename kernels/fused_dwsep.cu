@@ -153,6 +153,10 @@ __device__ __forceinline__ void cp_async_4_zfill_shared(uint32_t dst, const void
 __device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, bool valid) {
   cp_async_4_zfill_shared(smem_u32(dst), src, valid);
 }
+// The same for 16 bytes (both addresses 16-byte aligned), through L2 only.
+__device__ __forceinline__ void cp_async_16_zfill_shared(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's newest groups are still in flight.
 template <int N>
@@ -940,8 +944,19 @@ static_assert(kHRowFloats % kVec == 0 && kTileT == kWarpSize * kVec && kHRowFloa
 static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
               "a warp's rows are two GEMM2 k-steps");
 
-// Shared memory: x^T [kNX][kCMax] cores | h buffers | weight ring | mbarriers
-// | tails.
+// Shared memory: x^T | h buffers | weight ring | mbarriers | tails.
+//
+// x^T (GEMM1's B operand, [kNX positions][kCMax channels] K-major) in core
+// matrices ordered K-core by K-core: the 17 cores of channels 4kc..4kc+3 are
+// adjacent (8-position groups 128 bytes apart, K-cores kNX * 16 bytes apart),
+// so that a K-core occupies exactly as many bytes as x's 4 rows of kNX
+// positions: the 16-byte staging lands rows as they lie in x and turns them
+// around K-core by K-core (stage_x_16).
+constexpr int kXtKCoreFloats = kNX * kCoreK;
+__host__ __device__ constexpr int xt_offset(int n, int k) {
+  return (k / kCoreK) * kXtKCoreFloats + (n / kCoreRows) * kCoreFloats + (n % kCoreRows) * kCoreK + k % kCoreK;
+}
+static_assert(xt_offset(9, 6) == kXtKCoreFloats + 9 * kCoreK + 2, "within a K-core, position-major");
 constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
 constexpr size_t kHOffset = kXtBytes;
 constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
@@ -1164,6 +1179,12 @@ __device__ __forceinline__ int lane_id() {
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(i));
   return i;
 }
+// v, through volatile asm: what is worked out from it is worked out where
+// used, not hoisted out of loops and held.
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
 
 // ---- x^T staging ----------------------------------------------------------------
 // x^T of a tile (positions xcol0.. of batch row xb, every channel), TF32-rounded,
@@ -1203,12 +1224,12 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
     const int n = lane + k * kWarpSize;
     const int64_t pos = xcol0 + n;
     col_in[k] = n < kNX && pos >= 0 && pos < L;
-    col_smem[k] = core_offset(n, 0, kCMax) * sizeof(float);
+    col_smem[k] = xt_offset(n, 0) * sizeof(float);
     col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
   }
   for (int c = sw; c < c16; c += kStageWarps) {
     const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
-    const uint32_t row_smem = xt_smem + core_offset(0, c, kCMax) * sizeof(float);
+    const uint32_t row_smem = xt_smem + xt_offset(0, c) * sizeof(float);
 #pragma unroll
     for (int k = 0; k < kColsPerLane; ++k) {
       if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
@@ -1237,6 +1258,80 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
       xt4[i0 + u * kStageThreads] =
           make_float4(tf32_round(v[u].x), tf32_round(v[u].y), tf32_round(v[u].z), tf32_round(v[u].w));
   }
+}
+
+// x^T by 16-byte copies, where x's rows are 16-byte aligned (L % 4 == 0 and x
+// itself 16-byte aligned; a tile's columns start at a multiple of 4, so each
+// 16-byte piece lies wholly inside [0, L) or wholly outside). The 4-byte
+// copies above cost the SM ~18 cycles a warp instruction: ~20k cycles to
+// issue a tile's, on the critical path at the tile boundary (clock trace,
+// kernels/NOTES.md). These are a quarter as many instructions.
+//
+// A 16-byte copy cannot transpose: the copies land x's rows as they lie,
+// [4 channels][kNX positions] a K-core, and each warp then turns its own run
+// of K-cores around into x^T's order, rounding to TF32 on the way (no round_x
+// pass). Turned around in place, a K-core would need all its values in
+// registers across a __syncwarp between its reads and its writes (that made
+// ptxas spill in the tile loop, and without the __syncwarp it is a race
+// between lanes: kernels/NOTES.md, v13). Instead K-core kc lands one region
+// on, in region kc + 1, and step kc reads it there and writes region kc,
+// whose landed K-core (kc - 1) the step before read: a cyclic shift over the
+// warp's run, whose last K-core lands in the run's first region and is held
+// in registers until the end. All of it within one warp, ordered by
+// __syncwarp.
+constexpr int kXtGranules = kNX / kVec;                      // 16-byte pieces of a landed row
+constexpr int kXtKCoreGranules = kCoreK * kXtGranules;       // of a K-core
+constexpr int kXtColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
+static_assert(kNX % kVec == 0 && kNX % kCoreRows == 0, "whole 16-byte pieces and 8-position groups");
+static_assert(kNX % kWarpSize == kCoreRows, "a lane's last column only in lanes below 8 (conflict-free reads: kNX = 8 mod 32)");
+// The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n).
+__device__ __forceinline__ void load_landed(const float* region, int lane, float (&v)[kXtColsPerLane][kCoreK]) {
+#pragma unroll
+  for (int j = 0; j < kXtColsPerLane; ++j) {
+    const int n = lane + j * kWarpSize;
+#pragma unroll
+    for (int k = 0; k < kCoreK; ++k) v[j][k] = j + 1 < kXtColsPerLane || n < kNX ? region[k * kNX + n] : 0.0f;
+  }
+}
+// ... written to a K-core region in x^T's order (column n's 4 channels at 4n), TF32-rounded.
+__device__ __forceinline__ void store_turned(float* region, int lane, const float (&v)[kXtColsPerLane][kCoreK]) {
+#pragma unroll
+  for (int j = 0; j < kXtColsPerLane; ++j) {
+    const int n = lane + j * kWarpSize;
+    if (j + 1 < kXtColsPerLane || n < kNX)
+      *reinterpret_cast<float4*>(region + n * kCoreK) =
+          make_float4(tf32_round(v[j][0]), tf32_round(v[j][1]), tf32_round(v[j][2]), tf32_round(v[j][3]));
+  }
+}
+template <int kStageWarps>
+__device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, int64_t L, int c16, int64_t xcol0,
+                                           int sw) {
+  const int lane = lane_id();
+  const int run = c16 / kCoreK / kStageWarps;  // this warp's K-cores: kc0 .. kc0 + run - 1
+  const int kc0 = sw * run;
+  const uint32_t xt_smem = smem_u32(xt);
+  for (int i = lane; i < run * kXtKCoreGranules; i += kWarpSize) {
+    const int r = i / kXtKCoreGranules, k = i % kXtKCoreGranules / kXtGranules, piece = i % kXtGranules;
+    const int c = (kc0 + r) * kCoreK + k;
+    const int64_t pos = xcol0 + piece * kVec;
+    const bool valid = c < C && pos >= 0 && pos < L;
+    const int region = r + 1 < run ? kc0 + r + 1 : kc0;
+    cp_async_16_zfill_shared(xt_smem + (region * kXtKCoreFloats + k * kNX + piece * kVec) * sizeof(float),
+                             valid ? xb + c * L + pos : xb, valid);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncwarp();
+  float held[kXtColsPerLane][kCoreK];
+  load_landed(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
+  for (int r = 0; r + 1 < run; ++r) {
+    __syncwarp();  // region kc0 + r's landed K-core was read in the step before
+    float v[kXtColsPerLane][kCoreK];
+    load_landed(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
+    store_turned(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
+  }
+  __syncwarp();
+  store_turned(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
 }
 
 // ---- the residual and the epilogue ----------------------------------------------
@@ -1370,10 +1465,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // `last_tile` below are worked out from the parameters where used rather
   // than held: the kernel's register peak is the depthwise, and held through
   // it they made ptxas spill.
-  auto tiles_per_row = [&] { return static_cast<int>(ceil_div(p.L, kTileT)); };
+  auto tiles_per_row = [&] { return opaque(static_cast<int>(ceil_div(p.L, kTileT))); };
   auto tiles = [&] { return static_cast<int>(p.B) * tiles_per_row(); };
   auto tile_row = [&](int tile) { return tile / tiles_per_row(); };
   auto tile_t0 = [&](int tile) { return static_cast<int64_t>(tile % tiles_per_row()) * kTileT; };
+  // x^T by 16-byte copies (stage_x_16) where x's rows allow them
+  auto x16 = [&] {
+    return opaque(static_cast<int>(p.L % kVec) | static_cast<int>(reinterpret_cast<uintptr_t>(p.x) % sizeof(float4))) ==
+           0;
+  };
 
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
@@ -1395,11 +1495,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  stage_x_copies<kWarps>(xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf,
-                         warp);
-  cp_async_wait<0>();
-  __syncthreads();
-  round_x<kThreads>(xt, threadIdx.x);
+  if (x16()) {
+    stage_x_16<kWarps>(xt, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp);
+  } else {
+    stage_x_copies<kWarps>(xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16,
+                           tile_t0(blockIdx.x) - kMaxHalf, warp);
+    cp_async_wait<0>();
+    __syncthreads();
+    round_x<kThreads>(xt, threadIdx.x);
+  }
   fence_proxy_async();
   __syncthreads();
 
@@ -1407,7 +1511,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
   auto taps = [&] { return p.workspace + WgLayout(p.C, p.E).taps(); };
-  const uint64_t x_desc0 = smem_desc(xt_smem, kCoreBytes, kCMax / kCoreK * kCoreBytes);
+  const uint64_t x_desc0 = smem_desc(xt_smem, kXtKCoreFloats * sizeof(float), kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
   // Per tile: warpgroup first_owner takes turn 0 (and the even turns), the
@@ -1498,7 +1602,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
         const int k = kb * kG1StageK + ks * kMmaK;
         a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
-        b_desc = x_desc0 + ((k / kCoreK) * kCoreBytes >> 4);  // x^T at k: the start address field
+        b_desc = x_desc0 + ((k / kCoreK) * kXtKCoreFloats * sizeof(float) >> 4);  // x^T at k: the start address field
       };
       if (u < n) {
         const uint32_t slot = begin_fill(u);
@@ -1535,11 +1639,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
       if (j == turns.nc && !last_tile()) {
         const int next = tile + gridDim.x;
-        stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf,
-                                    wq);
-        cp_async_wait<0>();
-        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-        round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
+        if (x16()) {
+          stage_x_16<kGroupWarps>(xt, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq);
+        } else {
+          stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16,
+                                      tile_t0(next) - kMaxHalf, wq);
+          cp_async_wait<0>();
+          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+          round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
+        }
         fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
       }
 

@@ -58,14 +58,10 @@ __device__ __forceinline__ unsigned trace_clock() {
       if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = tr_bar = 0; }
 """),
     ("""      auto release = [&](int u) {
-        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
         const int next = fill0 + u + kRingSlots;
         if (elected && (next < total_pairs || !last_tile()))
           refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
 """, """      auto release = [&](int u) {
-        unsigned c0 = trt ? trace_clock() : 0;
-        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-        if (trt) tr_bar += trace_clock() - c0;
         if (trf && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
         const int next = fill0 + u + kRingSlots;
         if (elected && (next < total_pairs || !last_tile())) {
@@ -105,14 +101,14 @@ __device__ __forceinline__ unsigned trace_clock() {
 """, """      if (j == turns.nc && !last_tile()) {
         if (trt) tr[1] = trace_clock();
 """),
-    ("""        cp_async_wait<0>();
-        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-        round_x<kWarpgroupThreads>""", """        if (trt) tr[5] = trace_clock();
-        cp_async_wait<0>();
-        if (trt) tr[6] = trace_clock();
-        named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-        if (trt) tr[7] = trace_clock();
-        round_x<kWarpgroupThreads>"""),
+    ("""          cp_async_wait<0>();
+          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+          round_x<kWarpgroupThreads>""", """          if (trt) tr[5] = trace_clock();
+          cp_async_wait<0>();
+          if (trt) tr[6] = trace_clock();
+          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
+          if (trt) tr[7] = trace_clock();
+          round_x<kWarpgroupThreads>"""),
     ("""        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
 """, """        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
         if (trt) tr[2] = trace_clock();
