@@ -1283,7 +1283,8 @@ constexpr int kXtGranules = kNX / kVec;                      // 16-byte pieces o
 constexpr int kXtKCoreGranules = kCoreK * kXtGranules;       // of a K-core
 constexpr int kXtColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
 static_assert(kNX % kVec == 0 && kNX % kCoreRows == 0, "whole 16-byte pieces and 8-position groups");
-static_assert(kNX % kWarpSize == kCoreRows, "a lane's last column only in lanes below 8 (conflict-free reads: kNX = 8 mod 32)");
+static_assert(kNX % kWarpSize == kCoreRows,
+              "a lane's last column only in lanes below 8; conflict-free reads (kNX = 8 mod 32)");
 // The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n).
 __device__ __forceinline__ void load_landed(const float* region, int lane, float (&v)[kXtColsPerLane][kCoreK]) {
 #pragma unroll

@@ -32,6 +32,15 @@ PATCHES = [
 // x^T (5-7 its copies issued, landed, barrier), 3-4 epilogue, 8 + 8j.. turn
 // j, 200 + j depthwise end, 256.. --fine
 __device__ unsigned g_trace[2][2][512];
+// [CTA][slot], %globaltimer (ns) by thread 0: 0 kernel entry, 1 + k entry of
+// the CTA's k-th tile (k < kTimelineTiles), kTimelineTiles + 1 exit
+constexpr int kTimelineCtas = 256, kTimelineTiles = 14;
+__device__ unsigned long long g_timeline[kTimelineCtas][kTimelineTiles + 2];
+__device__ __forceinline__ unsigned long long trace_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 __device__ __forceinline__ unsigned trace_clock() {
   unsigned c;
   asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
@@ -47,11 +56,16 @@ __device__ __forceinline__ unsigned trace_clock() {
   const bool trs = FINE && trb >= 0 && (threadIdx.x == 0 || threadIdx.x == 32);
   unsigned* const trp = trs ? g_trace[trb][threadIdx.x == 32] + 256 : nullptr;
   const int tr_tile = blockIdx.x + TILE * gridDim.x;
+  unsigned long long* const tl = threadIdx.x == 0 && blockIdx.x < kTimelineCtas ? g_timeline[blockIdx.x] : nullptr;
+  if (tl) tl[0] = trace_ns();
+  int tl_k = 0;
 """),
     ("""    auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
 """, """    auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
     const bool trt = trl && tile == tr_tile, trf = trs && tile == tr_tile;
     if (trt) tr[0] = trace_clock();
+    if (tl && tl_k < kTimelineTiles) tl[1 + tl_k] = trace_ns();
+    ++tl_k;
 """),
     ("""      named_sync<kTokenBarrier>(wgi, kThreads);
 """, """      named_sync<kTokenBarrier>(wgi, kThreads);
@@ -125,9 +139,12 @@ __device__ __forceinline__ unsigned trace_clock() {
       }
 """),
     ("""    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+  }
 """, """    if (trt) tr[3] = trace_clock();
     store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
     if (trt) tr[4] = trace_clock();
+  }
+  if (tl) tl[kTimelineTiles + 1] = trace_ns();
 """),
 ]
 

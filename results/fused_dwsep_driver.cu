@@ -67,6 +67,38 @@ static void print_trace(int64_t grid) {
     }
   }
 }
+// The whole launch by %globaltimer: when each CTA entered the kernel, each of
+// its tiles and left, relative to the first CTA's entry (us); the spread of
+// entries, the tiles' periods and the exits say whether the time a launch
+// takes is its tiles or its start and end.
+static void print_timeline(int64_t grid, int64_t tiles) {
+  using fused_dwsep::wg::kTimelineTiles;
+  static unsigned long long tl[fused_dwsep::wg::kTimelineCtas][kTimelineTiles + 2];
+  CK(cudaMemcpyFromSymbol(tl, fused_dwsep::wg::g_timeline, sizeof(tl)));
+  const int n = static_cast<int>(std::min<int64_t>(grid, fused_dwsep::wg::kTimelineCtas));
+  unsigned long long t0 = ~0ull;
+  for (int c = 0; c < n; ++c) t0 = std::min(t0, tl[c][0]);
+  auto us = [&](unsigned long long v) { return (v - t0) * 1e-3; };
+  double entry_max = 0, exit_min = 1e30, exit_max = 0, period_sum = 0, first_sum = 0, last_sum = 0;
+  long long periods = 0;
+  for (int c = 0; c < n; ++c) {
+    const int k_count = static_cast<int>(std::min<int64_t>((tiles - c + grid - 1) / grid, kTimelineTiles));
+    entry_max = std::max(entry_max, us(tl[c][0]));
+    exit_min = std::min(exit_min, us(tl[c][kTimelineTiles + 1]));
+    exit_max = std::max(exit_max, us(tl[c][kTimelineTiles + 1]));
+    first_sum += us(tl[c][1]) - us(tl[c][0]);
+    for (int k = 1; k < k_count; ++k, ++periods) period_sum += us(tl[c][1 + k]) - us(tl[c][k]);
+    last_sum += us(tl[c][kTimelineTiles + 1]) - us(tl[c][k_count]);
+  }
+  printf("timeline (us from the first CTA's entry, %d CTAs): entries up to %.1f; entry to first tile %.1f (mean); "
+         "tile period %.2f (mean of %lld); last tile %.1f (mean); exits %.1f .. %.1f\n",
+         n, entry_max, first_sum / n, period_sum / periods, periods, last_sum / n, exit_min, exit_max);
+  for (int c : {0, 5, n / 2, n - 1}) {
+    printf("  CTA %3d: entry %.1f tiles", c, us(tl[c][0]));
+    for (int k = 0; k < kTimelineTiles && tl[c][1 + k] != 0; ++k) printf(" %.1f", us(tl[c][1 + k]));
+    printf(" exit %.1f\n", us(tl[c][kTimelineTiles + 1]));
+  }
+}
 #endif
 
 int main(int argc, char** argv) {
@@ -99,6 +131,7 @@ int main(int argc, char** argv) {
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
   const int64_t tiles = B * fused_dwsep::ceil_div(L, fused_dwsep::wg::kTileT);
   print_trace(std::min<int64_t>(tiles, fused_dwsep::device_sm_count(0)));  // launch()'s grid
+  print_timeline(std::min<int64_t>(tiles, fused_dwsep::device_sm_count(0)), tiles);
 #endif
   return 0;
 }
