@@ -5,7 +5,7 @@ in its steady state): for thread 0 of each warpgroup, when it enters the
 tile, each of its turns' start and end, each depthwise's free-barrier wait
 and end, the staging of the next tile's x^T (by turn nc's owner: start,
 copies issued, landed, barrier, end) and its epilogue, plus the cycles each
-turn spends in its mbarrier waits, warpgroup barriers and bulk-copy issue.
+turn spends in its mbarrier waits and bulk-copy issue.
 With --fine, also every step of each slot of
 the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
 against the copy prints the tables (kernels/NOTES.md, v11 and v12):
@@ -52,9 +52,10 @@ __device__ __forceinline__ unsigned trace_clock() {
   const int trb = blockIdx.x == 5 ? 0 : (blockIdx.x == gridDim.x / 2 ? 1 : -1);
   const bool trl = trb >= 0 && threadIdx.x % kWarpgroupThreads == 0;
   unsigned* const tr = trl ? g_trace[trb][threadIdx.x / kWarpgroupThreads] : nullptr;
-  unsigned tr_mbar = 0, tr_refill = 0, tr_bar = 0;
-  const bool trs = FINE && trb >= 0 && (threadIdx.x == 0 || threadIdx.x == 32);
-  unsigned* const trp = trs ? g_trace[trb][threadIdx.x == 32] + 256 : nullptr;
+  unsigned tr_mbar = 0, tr_refill = 0;
+  // (threads 0 and 32 of each warpgroup: the owner of turn 4 writes)
+  const bool trs = FINE && trb >= 0 && (threadIdx.x % kWarpgroupThreads == 0 || threadIdx.x % kWarpgroupThreads == 32);
+  unsigned* const trp = trs ? g_trace[trb][threadIdx.x % kWarpgroupThreads == 32] + 256 : nullptr;
   const int tr_tile = blockIdx.x + TILE * gridDim.x;
   unsigned long long* const tl = threadIdx.x == 0 && blockIdx.x < kTimelineCtas ? g_timeline[blockIdx.x] : nullptr;
   if (tl) tl[0] = trace_ns();
@@ -69,7 +70,7 @@ __device__ __forceinline__ unsigned trace_clock() {
 """),
     ("""      named_sync<kTokenBarrier>(wgi, kThreads);
 """, """      named_sync<kTokenBarrier>(wgi, kThreads);
-      if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = tr_bar = 0; }
+      if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = 0; }
 """),
     ("""      auto release = [&](int u) {
         const int next = fill0 + u + kRingSlots;
@@ -106,7 +107,6 @@ __device__ __forceinline__ unsigned trace_clock() {
         tr[8 + j * 8 + 1] = trace_clock();
         tr[8 + j * 8 + 2] = tr_mbar;
         tr[8 + j * 8 + 3] = tr_refill;
-        tr[8 + j * 8 + 4] = tr_bar;
         tr[8 + j * 8 + 5] = n * kPairStages;
       }
       if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);

@@ -23,7 +23,7 @@ static float* dev_rand(size_t n, float scale, unsigned seed) {
 // traced CTA: per warpgroup when it entered the tile, its staging of the next
 // tile's x^T and its epilogue (cycles from the first warpgroup's entry); per
 // turn its owner, start, length, stages, and the cycles its elected thread
-// spent in mbarrier waits, bulk-copy issue and warpgroup barriers; per chunk
+// spent in mbarrier waits and bulk-copy issue; per chunk
 // the owner's free-barrier wait and depthwise; with --fine, each slot of
 // turn 4.
 static void print_trace(int64_t grid) {
@@ -36,12 +36,12 @@ static void print_trace(int64_t grid) {
     for (int w = 0; w < 2; ++w) {
       const unsigned* t = tr[b][w];
       printf("  wg %d: entered %lld", w, at(t[0]));
-      if (t[1] != 0)
-        printf(", staged next x^T %lld .. %lld (copies issued %lld, landed %lld, barrier %lld)", at(t[1]), at(t[2]),
-               at(t[5]), at(t[6]), at(t[7]));
+      if (t[1] != 0) printf(", staged next x^T %lld .. %lld", at(t[1]), at(t[2]));
+      if (t[5] != 0)  // (the 4-byte staging only)
+        printf(" (copies issued %lld, landed %lld, barrier %lld)", at(t[5]), at(t[6]), at(t[7]));
       printf(", epilogue %lld .. %lld\n", at(t[3]), at(t[4]));
     }
-    printf("  turn wg   start  cycles stages cyc/stage  mbar refill   bar | free-wait depthwise\n");
+    printf("  turn wg   start  cycles stages cyc/stage  mbar refill | free-wait depthwise\n");
     long long cycles = 0, stages = 0;
     for (int j = 0; 8 + j * 8 + 8 <= 200; ++j) {
       const int w = tr[b][0][8 + j * 8] != 0 ? 0 : 1;
@@ -49,8 +49,8 @@ static void print_trace(int64_t grid) {
       if (t[0] == 0) break;
       const int len = static_cast<int>(t[1] - t[0]);
       cycles += len; stages += t[5];
-      printf("  %4d %2d %7lld %7d %6u %9.0f %5u %6u %5u", j, w, at(t[0]), len, t[5], t[5] ? (double)len / t[5] : 0.0,
-             t[2], t[3], t[4]);
+      printf("  %4d %2d %7lld %7d %6u %9.0f %5u %6u", j, w, at(t[0]), len, t[5], t[5] ? (double)len / t[5] : 0.0,
+             t[2], t[3]);
       if (tr[b][w][200 + j] != 0)
         printf(" | %9d %9d", static_cast<int>(t[7] - t[6]), static_cast<int>(tr[b][w][200 + j] - t[7]));
       printf("\n");
@@ -59,7 +59,8 @@ static void print_trace(int64_t grid) {
     for (int w = 0; w < 2; ++w) {
       const unsigned* s = tr[b][w] + 256;
       if (s[0] == 0) continue;
-      printf("  turn 4, thread %d, each slot: mbar wait, issue, wait<1>, barrier, refill, to next slot\n", w * 32);
+      printf("  turn 4, thread %d of its warpgroup, each slot: mbar wait, issue, wait<1>, to release, refill, "
+             "to next slot\n", w * 32);
       for (int u = 0; u < 16 && s[u * 6] != 0; ++u)
         printf("    %2d: %5d %5d %5d %5d %5d %5d\n", u, (int)(s[u * 6 + 1] - s[u * 6]), (int)(s[u * 6 + 2] - s[u * 6 + 1]),
                u ? (int)(s[u * 6 + 3] - s[u * 6 + 2]) : 0, u ? (int)(s[u * 6 + 4] - s[u * 6 + 3]) : 0,
