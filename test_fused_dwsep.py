@@ -506,6 +506,7 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
 WGMMA_TURNS = [
     # B, C, E, L, K
     (4, 16, 64, 8191, 5),  # 1 chunk
+    (4, 16, 64, 8192, 5),  # the same with x by 16-byte copies: one K-core a warp in the first tile's staging
     (4, 129, 128, 8190, 9),  # 2 chunks; warpgroup 1's half holds one channel
     (4, 200, 200, 8191, 7),  # 4 chunks, the last partial
     (4, 256, 320, 8192, 3),  # 5 chunks
@@ -530,8 +531,9 @@ def test_cuda_wgmma_chunk_counts(B, C, E, L, K):
 @pytest.mark.parametrize("L", [8191, 8192])
 def test_cuda_x_at_float_offsets(offset, L):
     """A contiguous x whose data starts `offset` floats into its storage: the
-    x staging and the epilogue's 8-byte pairs depend on the alignment of x (and
-    of x against y), so every alignment class takes the wgmma kernel's paths."""
+    x staging (16-byte copies where x is 16-byte aligned and L % 4 == 0, 4-byte
+    ones elsewhere) and the residual's 8-byte loads depend on the alignment of
+    x, so every alignment class takes the wgmma kernel's paths."""
     B, C, E, K = 4, 64, 128, 9
     ref, new = make_pair(C, E, K, seed=offset, device="cuda")
     storage = torch.randn(B * C * L + offset, device="cuda")
