@@ -1553,7 +1553,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // barrier among the warpgroup's warps: a wgmma is one operation of the
       // whole warpgroup, so when it is complete for one warp it has read all
       // its operands (CUTLASS's TMA pipelines release a stage the same way, by
-      // one thread of the consumer warpgroup); the barrier cost ~1% (H200).
+      // one thread of the consumer warpgroup); the warpgroup barrier that
+      // used to precede the refill cost ~1% (H200).
       auto release = [&](int u) {
         const int next = fill0 + u + kRingSlots;
         if (elected && (next < total_pairs || !last_tile()))
