@@ -1007,14 +1007,21 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
 __device__ __forceinline__ void fence_mbar_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
-// Arms `bar` for `bytes` and copies them from global src to shared dst; the
-// barrier's phase completes when they have landed.
-__device__ __forceinline__ void bulk_load(uint32_t dst, const float* src, uint32_t bytes, uint32_t bar) {
+// Arms `bar` for `bytes` (one arrival) ...
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// ... and copies them from global src to shared dst; the barrier's phase
+// completes when they have landed.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const float* src, uint32_t bytes, uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                    dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
+}
+__device__ __forceinline__ void bulk_load(uint32_t dst, const float* src, uint32_t bytes, uint32_t bar) {
+  mbar_expect_tx(bar, bytes);
+  bulk_copy(dst, src, bytes, bar);
 }
 // Waits until the phase of `bar` with this parity has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
@@ -1555,10 +1562,28 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // its operands (CUTLASS's TMA pipelines release a stage the same way, by
       // one thread of the consumer warpgroup); the warpgroup barrier that
       // used to precede the refill cost ~1% (H200).
-      auto release = [&](int u) {
-        const int next = fill0 + u + kRingSlots;
-        if (elected && (next < total_pairs || !last_tile()))
-          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
+      // The refill's arrive (which arms the slot's mbarrier for the next
+      // fill's bytes) goes before the wait for the slot's wgmmas, and with it
+      // the elected thread's ~30 dependent instructions of addresses and the
+      // ring's modulo, which the warpgroup's other warps would otherwise wait
+      // for at their next wgmma; only the copy waits. Safe: the barrier's
+      // phase cannot complete before the copy lands, and every warp that
+      // waits on this slot's current phase does so before its wgmmas on it.
+      struct Refill {
+        uint32_t dst, bar;
+        const float* src;
+        bool go;
+      };
+      auto arm = [&](int u) {
+        const int next = fill0 + u + kRingSlots, slot = (ring_pos + next) % kRingSlots;
+        const int i = next < total_pairs ? next : next - total_pairs;
+        const Refill r{ring + slot * kSlotBytes, bar(slot), ws + static_cast<int64_t>(i) * kPairStages * kStageFloats,
+                       elected && (next < total_pairs || !last_tile())};
+        if (r.go) mbar_expect_tx(r.bar, kSlotBytes);
+        return r;
+      };
+      auto release = [&](int u, const Refill& r) {
+        if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
         if (frees_other && u == kG2StagesPerChunk / kPairStages - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
       // Each slot: wait for its bytes, issue its wgmmas as one group, and once
@@ -1573,8 +1598,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto end_fill = [&](int u) {
         wgmma_commit();
         if (u > 0) {
+          const Refill r = arm(u - 1);
           wgmma_wait<1>();
-          release(u - 1);
+          release(u - 1, r);
         }
       };
       int u = 0;
@@ -1634,7 +1660,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
       for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
       fence_operands(acc1);
-      if (n > 0) release(n - 1);
+      if (n > 0) release(n - 1, arm(n - 1));
       if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 
       // ---- the next tile's x^T, while the other warpgroup runs the depthwise
