@@ -5,7 +5,8 @@ in its steady state): for thread 0 of each warpgroup, when it enters the
 tile, each of its turns' start and end, each depthwise's free-barrier wait
 and end, the staging of the next tile's x^T (by turn nc's owner: start,
 copies issued, landed, barrier, end) and its epilogue, plus the cycles each
-turn spends in its mbarrier waits and bulk-copy issue.
+turn spends in its mbarrier waits and bulk-copy issue (the copy alone: the
+slot's mbarrier is armed before the wait for its wgmmas).
 With --fine, also every step of each slot of
 the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
 against the copy prints the tables (kernels/NOTES.md, v11 and v12):
@@ -72,16 +73,13 @@ __device__ __forceinline__ unsigned trace_clock() {
 """, """      named_sync<kTokenBarrier>(wgi, kThreads);
       if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = 0; }
 """),
-    ("""      auto release = [&](int u) {
-        const int next = fill0 + u + kRingSlots;
-        if (elected && (next < total_pairs || !last_tile()))
-          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
-""", """      auto release = [&](int u) {
+    ("""      auto release = [&](int u, const Refill& r) {
+        if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
+""", """      auto release = [&](int u, const Refill& r) {
         if (trf && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
-        const int next = fill0 + u + kRingSlots;
-        if (elected && (next < total_pairs || !last_tile())) {
+        if (r.go) {
           unsigned c1 = trace_clock();
-          refill(next < total_pairs ? next : next - total_pairs, (ring_pos + next) % kRingSlots);
+          bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
           if (trt) tr_refill += trace_clock() - c1;
         }
         if (trf && j == 4) trp[(u + 1) * 6 + 5] = trace_clock();
@@ -96,10 +94,12 @@ __device__ __forceinline__ unsigned trace_clock() {
     ("""      auto end_fill = [&](int u) {
         wgmma_commit();
         if (u > 0) {
+          const Refill r = arm(u - 1);
           wgmma_wait<1>();""", """      auto end_fill = [&](int u) {
         wgmma_commit();
         if (trf && j == 4) trp[u * 6 + 2] = trace_clock();
         if (u > 0) {
+          const Refill r = arm(u - 1);
           wgmma_wait<1>();
           if (trf && j == 4) trp[u * 6 + 3] = trace_clock();"""),
     ("""      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
