@@ -1489,10 +1489,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // (at least kRingSlots: a chunk alone has 8 W2 pairs)
   const int total_pairs = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb) / kPairStages;
   const float* ws = p.workspace;
-  auto refill = [&](int i, int slot) {  // stages 2i, 2i + 1 of a tile into `slot` (one thread)
-    bulk_load(ring + slot * kSlotBytes, ws + static_cast<int64_t>(i) * kPairStages * kStageFloats, kSlotBytes,
-              bar(slot));
-  };
+  auto slot_smem = [&](int slot) { return ring + slot * kSlotBytes; };
+  auto pair_src = [&](int i) { return ws + static_cast<int64_t>(i) * kPairStages * kStageFloats; };  // stages 2i, 2i + 1
+  auto refill = [&](int i, int slot) { bulk_load(slot_smem(slot), pair_src(i), kSlotBytes, bar(slot)); };  // one thread
 
   // ---- weight ring: the first stages travel while x is staged -----------------
   if (threadIdx.x == 0) {
@@ -1577,8 +1576,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto arm = [&](int u) {
         const int next = fill0 + u + kRingSlots, slot = (ring_pos + next) % kRingSlots;
         const int i = next < total_pairs ? next : next - total_pairs;
-        const Refill r{ring + slot * kSlotBytes, bar(slot), ws + static_cast<int64_t>(i) * kPairStages * kStageFloats,
-                       elected && (next < total_pairs || !last_tile())};
+        const Refill r{slot_smem(slot), bar(slot), pair_src(i), elected && (next < total_pairs || !last_tile())};
         if (r.go) mbar_expect_tx(r.bar, kSlotBytes);
         return r;
       };
