@@ -1342,6 +1342,24 @@ __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, in
   store_turned(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
 }
 
+// x^T of a tile by kStageWarps warps (sw: this warp's index among them): by
+// 16-byte copies where x16 (stage_x_16: each warp turns its own K-cores
+// around), else by 4-byte copies and, once every stager's have landed
+// (sync: the stagers' barrier), round_x over all of x^T. The caller fences
+// the result for the tensor cores.
+template <int kStageWarps, class Sync>
+__device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
+                                        int64_t xcol0, int sw, int tid, bool x16, Sync sync) {
+  if (x16) {
+    stage_x_16<kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
+  } else {
+    stage_x_copies<kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
+    cp_async_wait<0>();
+    sync();
+    round_x<kStageWarps * kWarpSize>(xt, tid);
+  }
+}
+
 // ---- the residual and the epilogue ----------------------------------------------
 // The kG2Rows output channels a warpgroup accumulates (`half` of them) sit in
 // its fragments as mma.sync's C layout: lane (g, q) of warp wq holds, for m64
@@ -1502,15 +1520,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  if (x16()) {
-    stage_x_16<kWarps>(xt, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp);
-  } else {
-    stage_x_copies<kWarps>(xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16,
-                           tile_t0(blockIdx.x) - kMaxHalf, warp);
-    cp_async_wait<0>();
-    __syncthreads();
-    round_x<kThreads>(xt, threadIdx.x);
-  }
+  stage_x<kWarps>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp,
+                  threadIdx.x, x16(), [] { __syncthreads(); });
   fence_proxy_async();
   __syncthreads();
 
@@ -1554,20 +1565,19 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // Slot fill u's wgmmas are done: the slot takes fill u + kRingSlots at
       // once (with three slots, deferring the copy past the next wgmmas, as
       // the 4 KB ring did, would leave no fill in flight); past the tile's
-      // last fill, the next tile's first ones (the same stages). The elected
-      // thread refills as soon as its own wgmma_wait has returned, with no
-      // barrier among the warpgroup's warps: a wgmma is one operation of the
-      // whole warpgroup, so when it is complete for one warp it has read all
-      // its operands (CUTLASS's TMA pipelines release a stage the same way, by
-      // one thread of the consumer warpgroup); the warpgroup barrier that
-      // used to precede the refill cost ~1% (H200).
-      // The refill's arrive (which arms the slot's mbarrier for the next
-      // fill's bytes) goes before the wait for the slot's wgmmas, and with it
-      // the elected thread's ~30 dependent instructions of addresses and the
-      // ring's modulo, which the warpgroup's other warps would otherwise wait
-      // for at their next wgmma; only the copy waits. Safe: the barrier's
-      // phase cannot complete before the copy lands, and every warp that
-      // waits on this slot's current phase does so before its wgmmas on it.
+      // last fill, the next tile's first ones (the same stages).
+      // - arm, before the wait for the slot's wgmmas: the elected thread's
+      //   ~30 dependent instructions of addresses and the ring's modulo, and
+      //   the arrive that arms the slot's mbarrier for the next fill's bytes
+      //   (the other warps would otherwise wait for them at their next
+      //   wgmma). Safe: the phase cannot complete before the copy lands, and
+      //   every warp that waits on the slot's current phase does so before
+      //   its wgmmas on it.
+      // - release, once the elected thread's own wgmma_wait has returned: the
+      //   copy, with no barrier among the warpgroup's warps (a wgmma is one
+      //   operation of the whole warpgroup: complete for one warp, it has read
+      //   all its operands; CUTLASS's TMA pipelines release a stage the same
+      //   way; the warpgroup barrier that used to precede it cost ~1%, H200).
       struct Refill {
         uint32_t dst, bar;
         const float* src;
@@ -1665,15 +1675,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
       if (j == turns.nc && !last_tile()) {
         const int next = tile + gridDim.x;
-        if (x16()) {
-          stage_x_16<kGroupWarps>(xt, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq);
-        } else {
-          stage_x_copies<kGroupWarps>(xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16,
-                                      tile_t0(next) - kMaxHalf, wq);
-          cp_async_wait<0>();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          round_x<kWarpgroupThreads>(xt, threadIdx.x % kWarpgroupThreads);
-        }
+        stage_x<kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
+                             threadIdx.x % kWarpgroupThreads, x16(),
+                             [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
         fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
       }
 

@@ -3,8 +3,8 @@ records %clock over one tile of two CTAs (block 5 and the middle of the grid;
 the CTA's tile TILE, 3 unless --tile says otherwise, so that the pipeline is
 in its steady state): for thread 0 of each warpgroup, when it enters the
 tile, each of its turns' start and end, each depthwise's free-barrier wait
-and end, the staging of the next tile's x^T (by turn nc's owner: start,
-copies issued, landed, barrier, end) and its epilogue, plus the cycles each
+and end, the staging of the next tile's x^T (by turn nc's owner: start and
+end) and its epilogue, plus the cycles each
 turn spends in its mbarrier waits and bulk-copy issue (the copy alone: the
 slot's mbarrier is armed before the wait for its wgmmas).
 With --fine, also every step of each slot of
@@ -30,7 +30,7 @@ PATCHES = [
     ("namespace wg {\n", """namespace wg {
 #define FUSED_DWSEP_CLOCK_TRACE 1
 // [traced CTA][warpgroup][slot]: 0 tile entered, 1-2 staging of the next
-// x^T (5-7 its copies issued, landed, barrier), 3-4 epilogue, 8 + 8j.. turn
+// x^T, 3-4 epilogue, 8 + 8j.. turn
 // j, 200 + j depthwise end, 256.. --fine
 __device__ unsigned g_trace[2][2][512];
 // [CTA][slot], %globaltimer (ns) by thread 0: 0 kernel entry, 1 + k entry of
@@ -115,14 +115,6 @@ __device__ __forceinline__ unsigned trace_clock() {
 """, """      if (j == turns.nc && !last_tile()) {
         if (trt) tr[1] = trace_clock();
 """),
-    ("""          cp_async_wait<0>();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          round_x<kWarpgroupThreads>""", """          if (trt) tr[5] = trace_clock();
-          cp_async_wait<0>();
-          if (trt) tr[6] = trace_clock();
-          named_sync<kGroupBarrier>(wgi, kWarpgroupThreads);
-          if (trt) tr[7] = trace_clock();
-          round_x<kWarpgroupThreads>"""),
     ("""        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
 """, """        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
         if (trt) tr[2] = trace_clock();

@@ -37,8 +37,6 @@ static void print_trace(int64_t grid) {
       const unsigned* t = tr[b][w];
       printf("  wg %d: entered %lld", w, at(t[0]));
       if (t[1] != 0) printf(", staged next x^T %lld .. %lld", at(t[1]), at(t[2]));
-      if (t[5] != 0)  // (the 4-byte staging only)
-        printf(" (copies issued %lld, landed %lld, barrier %lld)", at(t[5]), at(t[6]), at(t[7]));
       printf(", epilogue %lld .. %lld\n", at(t[3]), at(t[4]));
     }
     printf("  turn wg   start  cycles stages cyc/stage  mbar refill | free-wait depthwise\n");
