@@ -67,20 +67,32 @@ __device__ __forceinline__ uint32_t tf32_bits(float v) {
   return r;
 }
 __device__ __forceinline__ float tf32_round(float v) { return __uint_as_float(tf32_bits(v)); }
+// The same rounding for a value only a TF32 wgmma reads: such a wgmma uses
+// the top 19 bits of each 32-bit operand and ignores the low 13, so adding
+// half a TF32 ulp is the whole rounding, one instruction fewer than cvt.rna
+// (its mask). Infinities and NaNs are left as they are, as cvt.rna leaves
+// them. (The wgmma kernel's y is bitwise equal either way, H200.)
+__device__ __forceinline__ float tf32_operand(float v) {
+  constexpr uint32_t kHalfTf32Ulp = 1u << 12;
+  const uint32_t b = __float_as_uint(v);
+  return __uint_as_float(fabsf(v) < INFINITY ? b + kHalfTf32Ulp : b);
+}
 
 // Exact GELU, v * Phi(v), through erfc so that neither tail cancels:
 //   gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2)
 // (v - (v/2) erfc(u) for v >= 0, (v/2) erfc(u) for v < 0, in one form), with
 //   erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),  Q(u) ~ log2(erfcx(u)) on [0, 4]
 // (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
-// Q is a degree-10 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
+// Q is a degree-8 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
 // Lawson-weighted least squares (results/gelu_fit.py, which also measures
-// it); its constant term carries the -1. Against float64: <= 2.4e-7 absolute
-// everywhere; for v >= 2, where h3 is large and one TF32 rounding decision
-// that goes the other way shows in y, 0.25 ulp mean (erff-based
-// 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 19 ulp (erff-based: 4000,
-// from 1 + erf cancelling); near 0 at most 10 ulp (erff-based: 2). One
-// MUFU.EX2 and ~21 other instructions against ~30 for erff.
+// it); its constant term carries the -1. Against float64: <= 4.7e-7 absolute
+// everywhere (the reference's erff-based GELU: <= 4.5e-7); for v >= 2, where
+// h3 is large and one TF32 rounding decision that goes the other way shows
+// in y, 0.28 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -2
+// at most 49 ulp (erff-based: 4000, from 1 + erf cancelling); for |v| < 2
+// at most 44 ulp (erff-based: 12). One MUFU.EX2 and ~18 other instructions
+// against ~30 for erff. (Degree 10 was 2.4e-7 absolute at two instructions
+// more an output: the wgmma kernel at the headline 1% slower, H200.)
 // No branch and no predicate: the depthwise that calls it is latency-bound
 // (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
 // ptxas evaluated the GELUs one after another; without it, it interleaves
@@ -90,23 +102,21 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
   const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  // Q(z) - 1 as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5:
+  // Q(z) - 1 as two Horner chains, z^4..z^8 and z^0..z^3, joined by z^4:
   // the shorter dependency chain wins over the fewer instructions of one
-  // chain (wgmma kernel at the headline: 0.678 against 0.693 ms; three
-  // chains (Estrin) 0.685).
-  float hi = -5.197978462e-04f;
-  hi = fmaf(hi, z, 7.311269874e-04f);
-  hi = fmaf(hi, z, 1.033737441e-03f);
-  hi = fmaf(hi, z, -4.432593007e-03f);
-  hi = fmaf(hi, z, 1.231901068e-02f);
-  hi = fmaf(hi, z, -3.354132921e-02f);
-  float lo = 8.246926218e-02f;
-  lo = fmaf(lo, z, -1.900817901e-01f);
-  lo = fmaf(lo, z, 4.400127530e-01f);
-  lo = fmaf(lo, z, -1.206554651e+00f);
-  lo = fmaf(lo, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
-  const float z2 = z * z, z5 = z2 * z2 * z;
-  const float q = fmaf(hi, z5, lo);
+  // chain (wgmma kernel at the headline, degree 10: 0.678 against 0.693 ms;
+  // three chains (Estrin) 0.685).
+  float hi = -3.965891956e-04f;
+  hi = fmaf(hi, z, -2.794832690e-03f);
+  hi = fmaf(hi, z, 1.371796150e-02f);
+  hi = fmaf(hi, z, -3.476238251e-02f);
+  hi = fmaf(hi, z, 8.189929277e-02f);
+  float lo = -1.897454262e-01f;
+  lo = fmaf(lo, z, 4.400963485e-01f);
+  lo = fmaf(lo, z, -1.206579566e+00f);
+  lo = fmaf(lo, z, -1.969195962e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
+  const float z2 = z * z, z4 = z2 * z2;
+  const float q = fmaf(hi, z4, lo);
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
   float half_erfc;
@@ -1769,7 +1779,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
             windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
                 tail_lane ? tails + r * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
             const float4 h = depthwise4(windows, warp_taps, row);
-            v[r] = make_float4(tf32_round(h.x), tf32_round(h.y), tf32_round(h.z), tf32_round(h.w));
+            v[r] = make_float4(tf32_operand(h.x), tf32_operand(h.y), tf32_operand(h.z), tf32_operand(h.w));
           }
           __syncwarp();
           float4* core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats) + lane * kVec;  // positions 4 lane..
