@@ -83,16 +83,14 @@ __device__ __forceinline__ float tf32_operand(float v) {
 // (v - (v/2) erfc(u) for v >= 0, (v/2) erfc(u) for v < 0, in one form), with
 //   erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),  Q(u) ~ log2(erfcx(u)) on [0, 4]
 // (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
-// Q is a degree-8 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
+// Q is a degree-10 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
 // Lawson-weighted least squares (results/gelu_fit.py, which also measures
-// it); its constant term carries the -1. Against float64: <= 4.7e-7 absolute
-// everywhere (the reference's erff-based GELU: <= 4.5e-7); for v >= 2, where
-// h3 is large and one TF32 rounding decision that goes the other way shows
-// in y, 0.28 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -2
-// at most 49 ulp (erff-based: 4000, from 1 + erf cancelling); for |v| < 2
-// at most 44 ulp (erff-based: 12). One MUFU.EX2 and ~18 other instructions
-// against ~30 for erff. (Degree 10 was 2.4e-7 absolute at two instructions
-// more an output: the wgmma kernel at the headline 1% slower, H200.)
+// it); its constant term carries the -1. Against float64: <= 2.4e-7 absolute
+// everywhere; for v >= 2, where h3 is large and one TF32 rounding decision
+// that goes the other way shows in y, 0.25 ulp mean (erff-based
+// 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 19 ulp (erff-based: 4000,
+// from 1 + erf cancelling); near 0 at most 10 ulp (erff-based: 2). One
+// MUFU.EX2 and ~21 other instructions against ~30 for erff.
 // No branch and no predicate: the depthwise that calls it is latency-bound
 // (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
 // ptxas evaluated the GELUs one after another; without it, it interleaves
@@ -102,21 +100,23 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
   const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  // Q(z) - 1 as two Horner chains, z^4..z^8 and z^0..z^3, joined by z^4:
+  // Q(z) - 1 as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5:
   // the shorter dependency chain wins over the fewer instructions of one
-  // chain (wgmma kernel at the headline, degree 10: 0.678 against 0.693 ms;
-  // three chains (Estrin) 0.685).
-  float hi = -3.965891956e-04f;
-  hi = fmaf(hi, z, -2.794832690e-03f);
-  hi = fmaf(hi, z, 1.371796150e-02f);
-  hi = fmaf(hi, z, -3.476238251e-02f);
-  hi = fmaf(hi, z, 8.189929277e-02f);
-  float lo = -1.897454262e-01f;
-  lo = fmaf(lo, z, 4.400963485e-01f);
-  lo = fmaf(lo, z, -1.206579566e+00f);
-  lo = fmaf(lo, z, -1.969195962e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
-  const float z2 = z * z, z4 = z2 * z2;
-  const float q = fmaf(hi, z4, lo);
+  // chain (wgmma kernel at the headline: 0.678 against 0.693 ms; three
+  // chains (Estrin) 0.685).
+  float hi = -5.197978462e-04f;
+  hi = fmaf(hi, z, 7.311269874e-04f);
+  hi = fmaf(hi, z, 1.033737441e-03f);
+  hi = fmaf(hi, z, -4.432593007e-03f);
+  hi = fmaf(hi, z, 1.231901068e-02f);
+  hi = fmaf(hi, z, -3.354132921e-02f);
+  float lo = 8.246926218e-02f;
+  lo = fmaf(lo, z, -1.900817901e-01f);
+  lo = fmaf(lo, z, 4.400127530e-01f);
+  lo = fmaf(lo, z, -1.206554651e+00f);
+  lo = fmaf(lo, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
+  const float z2 = z * z, z5 = z2 * z2 * z;
+  const float q = fmaf(hi, z5, lo);
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
   float half_erfc;
@@ -913,6 +913,15 @@ constexpr int kPairStages = 2;
 constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
 constexpr int kRingSlots = 3;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
+// GEMM2's A (W2) in registers instead: a turn's GEMM2 is at most two chunks'
+// slots, and loads run kA2Sets slots ahead (16 registers a set).
+constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
+constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
+constexpr int kA2Sets = 2;
+// A turn's last GEMM2 slot uses the same set whether it has one chunk or two,
+// so that only that set is live when GEMM1 begins.
+constexpr int kLastA2Set = (kG2SlotsPerChunk - 1) % kA2Sets;
+static_assert((kMaxG2Slots - 1) % kA2Sets == kLastA2Set, "one last set");
 
 // Packed weights for this kernel: every stage of a tile, in the order the
 // turns consume them (so stage i of the ring is simply stage i here: the
@@ -920,11 +929,21 @@ static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn
 // depthwise records (as PackedLayout::taps).
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
-  // ring slots: a turn's stages fill whole slots; the extra stage is zeros)
+  // ring slots: a turn's stages fill whole slots, and a tile's to at least
+  // kRingSlots slots, which the ring's first fills take; extra stages are
+  // zeros)
   int64_t nc, nkb;
   __host__ __device__ WgLayout(int64_t C, int64_t E)
-      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), kPairStages)) {}
-  __host__ __device__ int64_t stages() const { return nc * (kWarpgroups * kG2StagesPerChunk + nkb); }
+      : nc(ceil_div(E, kEChunk)),
+        nkb(round_up(ceil_div(C, kG1StageK), kPairStages) > kPairStages * ceil_div(kRingSlots, nc)
+                ? round_up(ceil_div(C, kG1StageK), kPairStages)
+                : kPairStages * ceil_div(kRingSlots, nc)) {}
+  // W1 stages (the ring's), chunk by chunk, then W2 stages: per chunk, per
+  // half of C, per k-step, GEMM2's A operands in register order (a float4 per
+  // thread and m64 block: block-major, then the warpgroup's threads).
+  __host__ __device__ int64_t w1_stages() const { return nc * nkb; }
+  __host__ __device__ int64_t w2() const { return w1_stages() * kStageFloats; }
+  __host__ __device__ int64_t stages() const { return w1_stages() + nc * kWarpgroups * kG2StagesPerChunk; }
   __host__ __device__ int64_t taps() const { return stages() * kStageFloats; }
   __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
 };
@@ -994,21 +1013,8 @@ struct Turns {
   __host__ __device__ int g2_stages(int j) const {
     return kG2StagesPerChunk * (static_cast<int>(has(j - 3)) + static_cast<int>(has(j - 2)));
   }
-  __host__ __device__ int stages(int j) const { return g2_stages(j) + (j < nc ? nkb : 0); }
+  __host__ __device__ int g1_stages(int j) const { return j < nc ? nkb : 0; }
 };
-
-// What stage t of turn j holds: a W2 stage (GEMM2 k-step `step` of `chunk`,
-// output channels of `half`, the turn's warpgroup) or a W1 stage (input
-// channels 16 step.. of chunk j).
-struct StageSource {
-  bool g2;
-  int chunk, half, step;
-};
-__host__ __device__ inline StageSource stage_source(const Turns& turns, int j, int t) {
-  const int g2 = turns.g2_stages(j);
-  if (t < g2) return {true, turns.first_g2(j) + t / kG2StagesPerChunk, j % kWarpgroups, t % kG2StagesPerChunk};
-  return {false, j, 0, t - g2};
-}
 
 // ---- mbarriers, bulk copies, named barriers --------------------------------
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -1096,6 +1102,10 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for a register A operand of an in-flight wgmma.
+__device__ __forceinline__ void fence_operands(float4& a) {
+  asm volatile("" : "+f"(a.x), "+f"(a.y), "+f"(a.z), "+f"(a.w)::"memory");
+}
 // Orders this thread's ordinary shared-memory stores before the tensor
 // cores' (async proxy) reads of the same bytes.
 __device__ __forceinline__ void fence_proxy_async() {
@@ -1145,13 +1155,19 @@ __device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64
 #endif
 }
 
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+// D (64 x 128) += A (64 x 8) * B (8 x 128), B from shared memory, A from
+// registers: this thread's four of its elements, as CUTLASS's ALayout_64x8 places them (thread t = 32 w + 4 g + q
+// of the warpgroup: rows 16 w + g and + 8, columns q and q + 4, in the order
+// (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4)). The registers must keep
+// their values until the wgmma is complete (wgmma_wait).
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const float4& a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" FD_REGS64 "}, %64, %65, p, 1, 1;\n}\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" FD_REGS64 "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
       : FD_ACC64("+f")
-      : "l"(desc_a), "l"(desc_b), "r"(1));
+      : "r"(__float_as_uint(a.x)), "r"(__float_as_uint(a.y)), "r"(__float_as_uint(a.z)), "r"(__float_as_uint(a.w)),
+        "l"(desc_b), "r"(1));
 #endif
 }
 #undef FD_ACC8
@@ -1161,27 +1177,28 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t desc_a,
 #undef FD_REGS68
 
 // ---- weight packing ----------------------------------------------------------
-// One CTA per stage (in consumption order): W1 stage: [64 e][16 c] of a chunk;
-// W2 stage: [128 c][8 e] of a half and a chunk; both TF32-rounded, zero
-// outside the matrices.
+// One CTA per stage (WgLayout's order): W1 stage: [64 e][16 c] of a chunk in
+// core matrices; W2 stage: [128 c][8 e] of a half and a chunk in register
+// order (wgmma_m64n128k8's A); both TF32-rounded, zero outside the matrices.
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   const WgLayout lay(p.C, p.E);
-  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
-  const int i = blockIdx.x;
-  int j = 0, start = 0;  // the turn holding stage i
-  while (i >= start + turns.stages(j)) start += turns.stages(j++);
-  const StageSource src = stage_source(turns, j, i - start);
-  float* dst = p.workspace + static_cast<int64_t>(i) * kStageFloats;
+  const int64_t i = blockIdx.x;
+  float* dst = p.workspace + i * kStageFloats;
   for (int r = threadIdx.x; r < kStageFloats; r += blockDim.x) {
     float v = 0.0f;
-    if (src.g2) {
-      const int64_t c = static_cast<int64_t>(src.half) * kG2Rows + core_row(r, kG2StageK);
-      const int64_t e = static_cast<int64_t>(src.chunk) * kEChunk + src.step * kG2StageK + core_k(r, kG2StageK);
-      if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
-    } else {
-      const int64_t e = static_cast<int64_t>(src.chunk) * kEChunk + core_row(r, kG1StageK);
-      const int64_t c = static_cast<int64_t>(src.step) * kG1StageK + core_k(r, kG1StageK);
+    if (i < lay.w1_stages()) {
+      const int64_t e = i / lay.nkb * kEChunk + core_row(r, kG1StageK);
+      const int64_t c = i % lay.nkb * kG1StageK + core_k(r, kG1StageK);
       if (e < p.E && c < p.C) v = p.w1[e * p.C + c];
+    } else {
+      const int64_t i2 = i - lay.w1_stages();  // (chunk, half, step)
+      const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
+      const int step = static_cast<int>(i2 % kG2StagesPerChunk);
+      const int v4 = r % kVec, t = r / kVec % kWarpgroupThreads, m = r / (kVec * kWarpgroupThreads);
+      const int lane = t % kWarpSize, row = m * kWgmmaM + t / kWarpSize * kMmaM + lane / 4 + (v4 % 2) * kCoreRows;
+      const int k = lane % 4 + (v4 / 2) * kCoreK;
+      const int64_t c = half * kG2Rows + row, e = chunk * kEChunk + step * kG2StageK + k;
+      if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
     }
     dst[r] = tf32_round(v);
   }
@@ -1513,9 +1530,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
-  // lay.stages() / kPairStages, in 32 bits: the ring's slot fills of a tile
-  // (at least kRingSlots: a chunk alone has 8 W2 pairs)
-  const int total_pairs = turns.nc * (kWarpgroups * kG2StagesPerChunk + turns.nkb) / kPairStages;
+  // lay.w1_stages() / kPairStages, in 32 bits: the ring's slot fills of a
+  // tile (at least kRingSlots, see WgLayout)
+  const int total_pairs = turns.nc * turns.nkb / kPairStages;
   const float* ws = p.workspace;
   auto slot_smem = [&](int slot) { return ring + slot * kSlotBytes; };
   auto pair_src = [&](int i) { return ws + static_cast<int64_t>(i) * kPairStages * kStageFloats; };  // stages 2i, 2i + 1
@@ -1539,6 +1556,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
   auto taps = [&] { return p.workspace + WgLayout(p.C, p.E).taps(); };
+  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + WgLayout(p.C, p.E).w2()); };
   const uint64_t x_desc0 = smem_desc(xt_smem, kXtKCoreFloats * sizeof(float), kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
@@ -1559,21 +1577,42 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
     init_acc(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
 
-    int turn_start = 0;  // the tile's first stage of turn j (even: turns fill whole slots)
-    for (int j = 0; j < turns.count(); turn_start += turns.stages(j), ++j) {
+    for (int j = 0; j < turns.count(); ++j) {
       if ((j + first_owner) % kWarpgroups != wgi) continue;
-      named_sync<kTokenBarrier>(wgi, kThreads);
-
       // ---- turn j on the tensor cores ------------------------------------------
-      // In slots: n of them, the first g2 for GEMM2 (a W2 chunk's stages fill
-      // whole slots, so no slot mixes chunks or GEMMs).
-      const int n = turns.stages(j) / kPairStages, g2 = turns.g2_stages(j) / kPairStages;
-      const int first = turns.first_g2(j), fill0 = turn_start / kPairStages;
+      // In slots of two stages: g2 for GEMM2 (a W2 chunk's stages fill whole
+      // slots, so no slot mixes chunks), then n1 for GEMM1. GEMM2's A comes
+      // from registers, loaded from L2 kA2Sets slots ahead (acc1 is dead
+      // until GEMM1, so its registers are free); GEMM1's A comes through the
+      // ring, whose fill0-th fill of the tile is this turn's first.
+      // (GEMM1 on the condition the depthwise below tests, so that the
+      // compiler sees acc1 dead from the h1 store to GEMM1's first wgmma.)
+      const bool has_g1 = j < turns.nc;
+      const int g2 = turns.g2_stages(j) / kPairStages, n1 = turns.nkb / kPairStages;
+      const int first = turns.first_g2(j), fill0 = (j < turns.nc ? j : turns.nc) * turns.nkb / kPairStages;
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
       const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
-      // Slot fill u's wgmmas are done: the slot takes fill u + kRingSlots at
-      // once (with three slots, deferring the copy past the next wgmmas, as
+      float4 a2[kA2Sets][kPairStages][kG2Blocks];  // GEMM2 slot u's A in set u % kA2Sets
+      auto load_a2 = [&](int u) {
+        const float4* src = w2_frags() + threadIdx.x % kWarpgroupThreads;
+#pragma unroll
+        for (int h = 0; h < kPairStages; ++h) {
+          const int t = u * kPairStages + h, chunk = first + t / kG2StagesPerChunk;
+          const int64_t stage = (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk +
+                                t % kG2StagesPerChunk;
+#pragma unroll
+          for (int m = 0; m < kG2Blocks; ++m)
+            a2[u % kA2Sets][h][m] = __ldg(src + (stage * kG2Blocks + m) * kWarpgroupThreads);
+        }
+      };
+#pragma unroll
+      for (int u = 0; u < kA2Sets; ++u)
+        if (u < g2) load_a2(u);
+      named_sync<kTokenBarrier>(wgi, kThreads);
+
+      // Ring slot fill u's wgmmas are done: the slot takes fill u + kRingSlots
+      // at once (with three slots, deferring the copy past the next wgmmas, as
       // the 4 KB ring did, would leave no fill in flight); past the tile's
       // last fill, the next tile's first ones (the same stages).
       // - arm, before the wait for the slot's wgmmas: the elected thread's
@@ -1602,18 +1641,94 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       auto release = [&](int u, const Refill& r) {
         if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
-        if (frees_other && u == kG2StagesPerChunk / kPairStages - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
-      // Each slot: wait for its bytes, issue its wgmmas as one group, and once
-      // the previous slot's group is done, release that one (one group stays in
-      // flight).
+      // GEMM2 slot u's wgmmas are done (u a compile-time constant: the sets
+      // stay registers): its registers take slot u + kA2Sets, and the chunk's
+      // last frees the other warpgroup's buffer.
+      auto retire_g2 = [&](int u) {
+#pragma unroll
+        for (int h = 0; h < kPairStages; ++h)
+#pragma unroll
+          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[u % kA2Sets][h][m]);
+        if (u + kA2Sets < g2) load_a2(u + kA2Sets);
+        if (frees_other && u == kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+      };
+      // The same for the last GEMM2 slot, g2 - 1 (set kLastA2Set either way).
+      auto retire_last_g2 = [&] {
+#pragma unroll
+        for (int h = 0; h < kPairStages; ++h)
+#pragma unroll
+          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[kLastA2Set][h][m]);
+        if (frees_other && g2 == kG2SlotsPerChunk) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+      };
+      // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
+      // group, and once the previous slot's group is done, retire that one
+      // (one group stays in flight).
       auto begin_fill = [&](int u) {
         const int i = ring_pos + fill0 + u, slot = i % kRingSlots;
         mbar_wait(bar(slot), (i / kRingSlots) & 1);
         wgmma_fence();
         return ring + slot * kSlotBytes;
       };
-      auto end_fill = [&](int u) {
+#pragma unroll
+      for (int u = 0; u < kMaxG2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+        if (u < g2) {
+          wgmma_fence();
+#pragma unroll
+          for (int h = 0; h < kPairStages; ++h) {
+            const int t = u * kPairStages + h;
+            const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
+            // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
+            // owner, K-cores 2 (s % 2) and the next.
+            const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
+                               (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
+            const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+#pragma unroll
+            for (int m = 0; m < kG2Blocks; ++m) wgmma_m64n128k8(acc[m], a2[u % kA2Sets][h][m], b_desc);
+          }
+          wgmma_commit();
+          if (u > 0) {
+            wgmma_wait<1>();
+            retire_g2(u - 1);
+          }
+        }
+      }
+      // The turn's end: its wgmmas done, the token passed on.
+      auto end_turn = [&] {
+        wgmma_wait<0>();
+#pragma unroll
+        for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
+      };
+      auto pass_token = [&] {
+        if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+      };
+      if (!has_g1) {  // turns nc.. : GEMM2 only, and no depthwise after them
+        end_turn();
+        if (g2 > 0) retire_last_g2();
+        pass_token();
+        // ---- the next tile's x^T, while the other warpgroup runs the depthwise
+        // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
+        if (j == turns.nc && !last_tile()) {
+          const int next = tile + gridDim.x;
+          stage_x<kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
+                               threadIdx.x % kWarpgroupThreads, x16(),
+                               [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
+          fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+        }
+        continue;
+      }
+      // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
+      // k-step overwrites (peeled). (Turns without GEMM1 leave the loop body
+      // above, before the depthwise: so on every path acc1 is written before
+      // the h1 store reads it, and the compiler sees it dead from that store
+      // to here, which leaves its registers to GEMM2's A.)
+      auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
+        const int k = kb * kG1StageK + ks * kMmaK;
+        a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
+        b_desc = x_desc0 + ((k / kCoreK) * kXtKCoreFloats * sizeof(float) >> 4);  // x^T at k: the start address field
+      };
+      // Ring slot u - 1 is done.
+      auto end_g1 = [&](int u) {
         wgmma_commit();
         if (u > 0) {
           const Refill r = arm(u - 1);
@@ -1621,37 +1736,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           release(u - 1, r);
         }
       };
-      int u = 0;
-      for (; u < g2; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
-        const uint32_t slot = begin_fill(u);
-#pragma unroll
-        for (int h = 0; h < kPairStages; ++h) {
-          const int t = u * kPairStages + h;
-          const uint32_t a = slot + h * kStageBytes;
-          const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
-          // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
-          // owner, K-cores 2 (s % 2) and the next.
-          const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
-                             (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
-          const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
-#pragma unroll
-          for (int m = 0; m < kG2Blocks; ++m) {
-            const uint32_t a_m = a + m * (kWgmmaM / kCoreRows) * (kG2StageK / kCoreK) * kCoreBytes;
-            wgmma_m64n128k8(acc[m], smem_desc(a_m, kCoreBytes, kG2StageK / kCoreK * kCoreBytes), b_desc);
-          }
-        }
-        end_fill(u);
+      // GEMM2's last A registers are free before acc1 is written: with both
+      // live, ptxas serialises the wgmmas.
+      if (g2 > 0) {
+        wgmma_wait<0>();
+        retire_last_g2();
       }
-      // GEMM1, two k-steps a stage: acc1 = W1[chunk j, all C] x^T. The first
-      // k-step overwrites (peeled, so the compiler sees acc1 dead from its h1
-      // store to here and can use those registers in between).
-      auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
-        const int k = kb * kG1StageK + ks * kMmaK;
-        a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
-        b_desc = x_desc0 + ((k / kCoreK) * kXtKCoreFloats * sizeof(float) >> 4);  // x^T at k: the start address field
-      };
-      if (u < n) {
-        const uint32_t slot = begin_fill(u);
+      {
+        const uint32_t slot = begin_fill(0);
         uint64_t a_desc, b_desc;
         g1_desc(slot, 0, 0, a_desc, b_desc);
         wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
@@ -1661,38 +1753,26 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
           wgmma_m64n136k8(acc1, a_desc, b_desc);
         }
-        end_fill(u);
-        for (++u; u < n; ++u) {
+        end_g1(0);
+        for (int u = 1; u < n1; ++u) {
           const uint32_t slot2 = begin_fill(u);
-          const int kb0 = (u - g2) * kPairStages;
+          const int kb0 = u * kPairStages;
 #pragma unroll
           for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
             const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
             g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
             wgmma_m64n136k8(acc1, a_desc, b_desc);
           }
-          end_fill(u);
+          end_g1(u);
         }
       }
-      wgmma_wait<0>();
-#pragma unroll
-      for (int m = 0; m < kG2Blocks; ++m) fence_operands(acc[m]);
+      end_turn();
       fence_operands(acc1);
-      if (n > 0) release(n - 1, arm(n - 1));
-      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
-
-      // ---- the next tile's x^T, while the other warpgroup runs the depthwise
-      // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
-      if (j == turns.nc && !last_tile()) {
-        const int next = tile + gridDim.x;
-        stage_x<kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
-                             threadIdx.x % kWarpgroupThreads, x16(),
-                             [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
-        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
-      }
+      release(n1 - 1, arm(n1 - 1));
+      pass_token();
 
       // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
-      if (j < turns.nc) {
+      {
         // (the lane through lane_id(): not held through the kernel's loops)
         const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
         WarpTaps<kDwRows> warp_taps;

@@ -7,8 +7,8 @@ and end, the staging of the next tile's x^T (by turn nc's owner: start and
 end) and its epilogue, plus the cycles each
 turn spends in its mbarrier waits and bulk-copy issue (the copy alone: the
 slot's mbarrier is armed before the wait for its wgmmas).
-With --fine, also every step of each slot of
-the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
+With --fine, also every step of each ring slot
+(GEMM1's) of the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
 against the copy prints the tables (kernels/NOTES.md, v11 and v12):
 
     python results/clock_trace.py /tmp/trace [--fine] [--tile N]
@@ -91,33 +91,33 @@ __device__ __forceinline__ unsigned trace_clock() {
         if (trt) tr_mbar += trace_clock() - c0;
         if (trf && j == 4) trp[u * 6 + 1] = trace_clock();
 """),
-    ("""      auto end_fill = [&](int u) {
+    ("""      auto end_g1 = [&](int u) {
         wgmma_commit();
         if (u > 0) {
           const Refill r = arm(u - 1);
-          wgmma_wait<1>();""", """      auto end_fill = [&](int u) {
+          wgmma_wait<1>();""", """      auto end_g1 = [&](int u) {
         wgmma_commit();
         if (trf && j == 4) trp[u * 6 + 2] = trace_clock();
         if (u > 0) {
           const Refill r = arm(u - 1);
           wgmma_wait<1>();
           if (trf && j == 4) trp[u * 6 + 3] = trace_clock();"""),
-    ("""      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
-""", """      if (trt) {
-        tr[8 + j * 8 + 1] = trace_clock();
-        tr[8 + j * 8 + 2] = tr_mbar;
-        tr[8 + j * 8 + 3] = tr_refill;
-        tr[8 + j * 8 + 5] = n * kPairStages;
-      }
-      if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+    ("""        if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
+""", """        if (trt) {
+          tr[8 + j * 8 + 1] = trace_clock();
+          tr[8 + j * 8 + 2] = tr_mbar;
+          tr[8 + j * 8 + 3] = tr_refill;
+          tr[8 + j * 8 + 5] = (g2 + (has_g1 ? n1 : 0)) * kPairStages;
+        }
+        if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """),
-    ("""      if (j == turns.nc && !last_tile()) {
-""", """      if (j == turns.nc && !last_tile()) {
-        if (trt) tr[1] = trace_clock();
+    ("""        if (j == turns.nc && !last_tile()) {
+""", """        if (j == turns.nc && !last_tile()) {
+          if (trt) tr[1] = trace_clock();
 """),
-    ("""        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
-""", """        fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
-        if (trt) tr[2] = trace_clock();
+    ("""          fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+""", """          fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
+          if (trt) tr[2] = trace_clock();
 """),
     ("""        if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
 """, """        if (trt) tr[8 + j * 8 + 6] = trace_clock();

@@ -57,7 +57,7 @@ static void print_trace(int64_t grid) {
     for (int w = 0; w < 2; ++w) {
       const unsigned* s = tr[b][w] + 256;
       if (s[0] == 0) continue;
-      printf("  turn 4, thread %d of its warpgroup, each slot: mbar wait, issue, wait<1>, to release, refill, "
+      printf("  turn 4, thread %d of its warpgroup, each ring slot (GEMM1): mbar wait, issue, wait<1>, to release, refill, "
              "to next slot\n", w * 32);
       for (int u = 0; u < 16 && s[u * 6] != 0; ++u)
         printf("    %2d: %5d %5d %5d %5d %5d %5d\n", u, (int)(s[u * 6 + 1] - s[u * 6]), (int)(s[u * 6 + 2] - s[u * 6 + 1]),
