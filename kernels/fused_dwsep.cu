@@ -841,13 +841,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 // which the owner may overwrite the buffer with h1 of chunk c+2 (a second
 // named barrier says so).
 //
-// Both GEMMs read their weights (A) and activations (B) from shared memory,
-// K-major in core matrices (8 rows x 4 TF32 = 128 contiguous bytes, no
-// swizzle). The weights are packed per call into 4 KB stages in that layout,
-// in the order the turns consume them, and stream through a ring of
-// kRingSlots slots of two stages by bulk copies (cp.async.bulk), one mbarrier
-// per slot; the warpgroup whose turn it is issues a slot's wgmmas as one
-// group and refills the slot as soon as that group is done in all its warps.
+// Both GEMMs read their activations (B) from shared memory, K-major in core
+// matrices (8 rows x 4 TF32 = 128 contiguous bytes, no swizzle). The weights
+// are packed per call into 4 KB stages. GEMM1's (W1, in the same core layout)
+// stream through a ring of kRingSlots slots of two stages by bulk copies
+// (cp.async.bulk), one mbarrier per slot; the warpgroup whose turn it is
+// issues a slot's wgmmas as one group and refills the slot as soon as that
+// group is done in all its warps. GEMM2's (W2) come straight from L2 into
+// registers, as the wgmma's A operand, two slots ahead: acc1 is dead while
+// GEMM2 runs, which leaves the registers (kernels/NOTES.md, v16).
 // Exact mode (3xTF32) would need the low parts of x in shared memory too,
 // which do not fit: it stays on the mma.sync kernel.
 
@@ -891,10 +893,11 @@ static_assert(core_offset(core_row(777, 16), core_k(777, 16), 16) == 777 &&
                   core_offset(core_row(555, 8), core_k(555, 8), 8) == 555,
               "core_row / core_k invert core_offset");
 
-// Weight stages, 4 KB each, in the core layout the wgmma reads as A:
-//   W1 stage: [64 expanded channels][16 input channels] of a chunk: two GEMM1 k-steps;
+// Weight stages, 4 KB each, as the wgmma reads A:
+//   W1 stage: [64 expanded channels][16 input channels] of a chunk, in core
+//   matrices (shared memory): two GEMM1 k-steps;
 //   W2 stage: [128 output channels][8 expanded channels] of one warpgroup's
-//   half and a chunk: one GEMM2 k-step for both m64 blocks.
+//   half and a chunk, in register order: one GEMM2 k-step for both m64 blocks.
 constexpr int kStageFloats = 1024;
 constexpr uint32_t kStageBytes = kStageFloats * sizeof(float);
 constexpr int kG1StageK = kStageFloats / kEChunk;
@@ -913,20 +916,23 @@ constexpr int kPairStages = 2;
 constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
 constexpr int kRingSlots = 3;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
-// GEMM2's A (W2) in registers instead: a turn's GEMM2 is at most two chunks'
-// slots, and loads run kA2Sets slots ahead (16 registers a set).
+// GEMM2's A (W2) comes through registers instead, in the same two-stage
+// slots: a turn's GEMM2 is at most two chunks' slots, each slot's registers
+// (a set: 16 a thread) loaded from L2 kA2Sets slots ahead. (Three or four
+// sets made ptxas spill and serialise the wgmmas.)
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
 constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
 constexpr int kA2Sets = 2;
 // A turn's last GEMM2 slot uses the same set whether it has one chunk or two,
-// so that only that set is live when GEMM1 begins.
+// so that its retirement names the set at compile time (an index known only
+// at run time would put the sets in local memory).
 constexpr int kLastA2Set = (kG2SlotsPerChunk - 1) % kA2Sets;
 static_assert((kMaxG2Slots - 1) % kA2Sets == kLastA2Set, "one last set");
 
-// Packed weights for this kernel: every stage of a tile, in the order the
-// turns consume them (so stage i of the ring is simply stage i here: the
-// refill on the turn's critical path is one address computation), then the
-// depthwise records (as PackedLayout::taps).
+// Packed weights for this kernel: a tile's W1 stages in the order the turns
+// consume them (so fill i of the ring is simply pair i here: the refill on
+// the turn's critical path is one address computation), its W2 stages, then
+// the depthwise records (as PackedLayout::taps).
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
   // ring slots: a turn's stages fill whole slots, and a tile's to at least
@@ -1013,7 +1019,6 @@ struct Turns {
   __host__ __device__ int g2_stages(int j) const {
     return kG2StagesPerChunk * (static_cast<int>(has(j - 3)) + static_cast<int>(has(j - 2)));
   }
-  __host__ __device__ int g1_stages(int j) const { return j < nc ? nkb : 0; }
 };
 
 // ---- mbarriers, bulk copies, named barriers --------------------------------
