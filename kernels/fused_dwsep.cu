@@ -1161,10 +1161,11 @@ __device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64
 }
 
 // D (64 x 128) += A (64 x 8) * B (8 x 128), B from shared memory, A from
-// registers: this thread's four of its elements, as CUTLASS's ALayout_64x8 places them (thread t = 32 w + 4 g + q
-// of the warpgroup: rows 16 w + g and + 8, columns q and q + 4, in the order
-// (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4)). The registers must keep
-// their values until the wgmma is complete (wgmma_wait).
+// registers: this thread's four elements of A, as CUTLASS's ALayout_64x8
+// places them (thread t = 32 w + 4 g + q of the warpgroup: rows 16 w + g and
+// + 8, columns q and q + 4, in the order (g, q), (g + 8, q), (g, q + 4),
+// (g + 8, q + 4)). The registers must keep their values until the wgmma is
+// complete (wgmma_wait).
 __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const float4& a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
@@ -1590,8 +1591,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // from registers, loaded from L2 kA2Sets slots ahead (acc1 is dead
       // until GEMM1, so its registers are free); GEMM1's A comes through the
       // ring, whose fill0-th fill of the tile is this turn's first.
-      // (GEMM1 on the condition the depthwise below tests, so that the
-      // compiler sees acc1 dead from the h1 store to GEMM1's first wgmma.)
       const bool has_g1 = j < turns.nc;
       const int g2 = turns.g2_stages(j) / kPairStages, n1 = turns.nkb / kPairStages;
       const int first = turns.first_g2(j), fill0 = (j < turns.nc ? j : turns.nc) * turns.nkb / kPairStages;
@@ -1604,8 +1603,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
         for (int h = 0; h < kPairStages; ++h) {
           const int t = u * kPairStages + h, chunk = first + t / kG2StagesPerChunk;
-          const int64_t stage = (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk +
-                                t % kG2StagesPerChunk;
+          const int64_t stage =  // (chunk, this turn's half of C, k-step), as WgLayout
+              (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk + t % kG2StagesPerChunk;
 #pragma unroll
           for (int m = 0; m < kG2Blocks; ++m)
             a2[u % kA2Sets][h][m] = __ldg(src + (stage * kG2Blocks + m) * kWarpgroupThreads);
