@@ -1643,28 +1643,22 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (r.go) mbar_expect_tx(r.bar, kSlotBytes);
         return r;
       };
-      auto release = [&](int u, const Refill& r) {
+      auto release = [&](const Refill& r) {
         if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
       };
       // GEMM2 slot u's wgmmas are done (u a compile-time constant: the sets
       // stay registers): its registers take slot u + kA2Sets, and the chunk's
       // last frees the other warpgroup's buffer.
-      auto retire_g2 = [&](int u) {
+      auto retire_g2 = [&](int u, int set) {
 #pragma unroll
         for (int h = 0; h < kPairStages; ++h)
 #pragma unroll
-          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[u % kA2Sets][h][m]);
+          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[set][h][m]);
         if (u + kA2Sets < g2) load_a2(u + kA2Sets);
         if (frees_other && u == kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
       // The same for the last GEMM2 slot, g2 - 1 (set kLastA2Set either way).
-      auto retire_last_g2 = [&] {
-#pragma unroll
-        for (int h = 0; h < kPairStages; ++h)
-#pragma unroll
-          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[kLastA2Set][h][m]);
-        if (frees_other && g2 == kG2SlotsPerChunk) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
-      };
+      auto retire_last_g2 = [&] { retire_g2(g2 - 1, kLastA2Set); };
       // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
       // group, and once the previous slot's group is done, retire that one
       // (one group stays in flight).
@@ -1693,7 +1687,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           wgmma_commit();
           if (u > 0) {
             wgmma_wait<1>();
-            retire_g2(u - 1);
+            retire_g2(u - 1, (u - 1) % kA2Sets);
           }
         }
       }
@@ -1737,7 +1731,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (u > 0) {
           const Refill r = arm(u - 1);
           wgmma_wait<1>();
-          release(u - 1, r);
+          release(r);
         }
       };
       // GEMM2's last A registers are free before acc1 is written: with both
@@ -1772,7 +1766,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       }
       end_turn();
       fence_operands(acc1);
-      release(n1 - 1, arm(n1 - 1));
+      release(arm(n1 - 1));
       pass_token();
 
       // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
