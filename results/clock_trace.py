@@ -73,16 +73,14 @@ __device__ __forceinline__ unsigned trace_clock() {
 """, """      named_sync<kTokenBarrier>(wgi, kThreads);
       if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = 0; }
 """),
-    ("""      auto release = [&](int u, const Refill& r) {
+    ("""      auto release = [&](const Refill& r) {
         if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
-""", """      auto release = [&](int u, const Refill& r) {
-        if (trf && j == 4) trp[(u + 1) * 6 + 4] = trace_clock();
+""", """      auto release = [&](const Refill& r) {
         if (r.go) {
           unsigned c1 = trace_clock();
           bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
           if (trt) tr_refill += trace_clock() - c1;
         }
-        if (trf && j == 4) trp[(u + 1) * 6 + 5] = trace_clock();
 """),
     ("""        mbar_wait(bar(slot), (i / kRingSlots) & 1);
 """, """        if (trf && j == 4) trp[u * 6 + 0] = trace_clock();
@@ -95,13 +93,17 @@ __device__ __forceinline__ unsigned trace_clock() {
         wgmma_commit();
         if (u > 0) {
           const Refill r = arm(u - 1);
-          wgmma_wait<1>();""", """      auto end_g1 = [&](int u) {
+          wgmma_wait<1>();
+          release(r);""", """      auto end_g1 = [&](int u) {
         wgmma_commit();
         if (trf && j == 4) trp[u * 6 + 2] = trace_clock();
         if (u > 0) {
           const Refill r = arm(u - 1);
           wgmma_wait<1>();
-          if (trf && j == 4) trp[u * 6 + 3] = trace_clock();"""),
+          if (trf && j == 4) trp[u * 6 + 3] = trace_clock();
+          if (trf && j == 4) trp[u * 6 + 4] = trace_clock();
+          release(r);
+          if (trf && j == 4) trp[u * 6 + 5] = trace_clock();"""),
     ("""        if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """, """        if (trt) {
           tr[8 + j * 8 + 1] = trace_clock();
