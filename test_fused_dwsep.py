@@ -506,7 +506,8 @@ def test_cuda_ragged(B, C, E, L, K, tf32):
 WGMMA_TURNS = [
     # B, C, E, L, K
     (4, 16, 64, 8191, 5),  # 1 chunk
-    (4, 16, 64, 8192, 5),  # the same with x by 16-byte copies (3 K-cores a warp in the first tile's staging)
+    (4, 16, 64, 8192, 5),  # the same with x by 16-byte copies (one K-core a warp in the first tile's staging)
+    (4, 24, 100, 8190, 9),  # 2 chunks of one ring fill each: the ring's fills run into the CTA's next tiles
     (4, 129, 128, 8190, 9),  # 2 chunks; warpgroup 1's half holds one channel
     (4, 200, 200, 8191, 7),  # 4 chunks, the last partial
     (4, 256, 320, 8192, 3),  # 5 chunks

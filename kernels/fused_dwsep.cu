@@ -935,15 +935,10 @@ static_assert((kMaxG2Slots - 1) % kA2Sets == kLastA2Set, "one last set");
 // the depthwise records (as PackedLayout::taps).
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
-  // ring slots: a turn's stages fill whole slots, and a tile's to at least
-  // kRingSlots slots, which the ring's first fills take; extra stages are
-  // zeros)
+  // ring slots: a turn's stages fill whole slots; the extra stage is zeros)
   int64_t nc, nkb;
   __host__ __device__ WgLayout(int64_t C, int64_t E)
-      : nc(ceil_div(E, kEChunk)),
-        nkb(round_up(ceil_div(C, kG1StageK), kPairStages) > kPairStages * ceil_div(kRingSlots, nc)
-                ? round_up(ceil_div(C, kG1StageK), kPairStages)
-                : kPairStages * ceil_div(kRingSlots, nc)) {}
+      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), kPairStages)) {}
   // W1 stages (the ring's), chunk by chunk, then W2 stages: per chunk, per
   // half of C, per k-step, GEMM2's A operands in register order (a float4 per
   // thread and m64 block: block-major, then the warpgroup's threads).
@@ -1537,18 +1532,35 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   const WgLayout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
   // lay.w1_stages() / kPairStages, in 32 bits: the ring's slot fills of a
-  // tile (at least kRingSlots, see WgLayout)
+  // tile (at least one)
   const int total_pairs = turns.nc * turns.nkb / kPairStages;
   const float* ws = p.workspace;
   auto slot_smem = [&](int slot) { return ring + slot * kSlotBytes; };
   auto pair_src = [&](int i) { return ws + static_cast<int64_t>(i) * kPairStages * kStageFloats; };  // stages 2i, 2i + 1
   auto refill = [&](int i, int slot) { bulk_load(slot_smem(slot), pair_src(i), kSlotBytes, bar(slot)); };  // one thread
+  // Fill `next` counted from the first of the CTA's tile `tile` (past that
+  // tile's total_pairs, its later tiles' fills: the same pairs again): the
+  // pair it copies, and whether the CTA has that tile. (The loop runs at most
+  // kRingSlots times: a tile has at least one pair, and fills run kRingSlots
+  // ahead.)
+  struct RingFill {
+    int pair;
+    bool exists;
+  };
+  auto ring_fill = [&](int tile, int next) {
+    int ahead = 0;
+    for (; next >= total_pairs; next -= total_pairs) ++ahead;
+    return RingFill{next, tile + ahead * static_cast<int>(gridDim.x) < tiles()};
+  };
 
   // ---- weight ring: the first stages travel while x is staged -----------------
   if (threadIdx.x == 0) {
     for (int s = 0; s < kRingSlots; ++s) mbar_init(bar(s), 1);
     fence_mbar_init();
-    for (int i = 0; i < kRingSlots; ++i) refill(i, i);
+    for (int i = 0; i < kRingSlots; ++i) {
+      const RingFill f = ring_fill(blockIdx.x, i);
+      if (f.exists) refill(f.pair, i);
+    }
   }
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
@@ -1618,7 +1630,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // Ring slot fill u's wgmmas are done: the slot takes fill u + kRingSlots
       // at once (with three slots, deferring the copy past the next wgmmas, as
       // the 4 KB ring did, would leave no fill in flight); past the tile's
-      // last fill, the next tile's first ones (the same stages).
+      // last fill, the fills of the CTA's later tiles (ring_fill).
       // - arm, before the wait for the slot's wgmmas: the elected thread's
       //   ~30 dependent instructions of addresses and the ring's modulo, and
       //   the arrive that arms the slot's mbarrier for the next fill's bytes
@@ -1638,8 +1650,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       auto arm = [&](int u) {
         const int next = fill0 + u + kRingSlots, slot = (ring_pos + next) % kRingSlots;
-        const int i = next < total_pairs ? next : next - total_pairs;
-        const Refill r{slot_smem(slot), bar(slot), pair_src(i), elected && (next < total_pairs || !last_tile())};
+        const RingFill f = ring_fill(tile, next);
+        const Refill r{slot_smem(slot), bar(slot), pair_src(f.pair), elected && f.exists};
         if (r.go) mbar_expect_tx(r.bar, kSlotBytes);
         return r;
       };

@@ -1,10 +1,10 @@
 // Standalone timing of launch() (random data, median of CUDA-event timings
-// over back-to-back launches; no torch), at the headline shape or B x 256 x
-// 512 x L. Prints a hash of y's bits, so that variants of the kernel can be
+// over back-to-back launches; no torch), at the headline shape, B x 256 x
+// 512 x L or B x C x E x L. Prints a hash of y's bits, so that variants of the kernel can be
 // checked for bitwise-equal outputs (kernels/NOTES.md). Built against the
 // copy results/clock_trace.py writes, it also prints that copy's clock trace.
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
-//        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L]
+//        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>
@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   int64_t B = 32, C = 256, E = 512, L = 4096, K = 9;
   const int reps = argc > 1 ? atoi(argv[1]) : 30;
   if (argc > 3) { B = atoll(argv[2]); L = atoll(argv[3]); }
+  if (argc > 5) { C = atoll(argv[4]); E = atoll(argv[5]); }
   fused_dwsep::Params p{};
   p.B = B; p.C = C; p.E = E; p.L = L; p.K = K; p.tf32 = true;
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
