@@ -454,12 +454,12 @@ def kernel_path(
     channels: int, expanded_channels: int, kernel_size: int, batch: int | None = None, length: int | None = None
 ) -> str:
     """What serves an input [batch, channels, length] on the current device
-    under the current allow_tf32 flag: 'wgmma' (Hopper, TF32, C <= 256, enough
-    positions to fill the GPU), 'tensor_core' (mma.sync, C <= 256),
-    'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
-    kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
-    without CUDA. Without both batch and length: for an input long enough to
-    fill the GPU."""
+    under the current allow_tf32 flag: 'wgmma' (Hopper, TF32: C <= 256 with
+    enough positions to fill the GPU, or 256 < C <= 384), 'tensor_core'
+    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512) or
+    'pytorch' (no fused kernel: PyTorch's own convolutions, as the reference
+    runs them); 'cpu' without CUDA. Without both batch and length: for an
+    input long enough to fill the GPU."""
     if _ext is None:
         return "cpu"
     B, L = (batch, length) if batch is not None and length is not None else _LONG_INPUT

@@ -513,6 +513,11 @@ WGMMA_TURNS = [
     (4, 256, 320, 8192, 3),  # 5 chunks
     (4, 72, 448, 8191, 9),  # 7 chunks
     (264, 48, 136, 100, 9),  # 3 chunks; rows shorter than a tile: padding at both ends of every tile
+    # the wide tile (256 < C <= 384: 64 positions, two rows a warp in the depthwise)
+    (2, 257, 64, 4099, 9),  # 1 chunk; warpgroup 1's half holds one channel
+    (3, 320, 512, 4096, 9),  # 8 chunks, x by 16-byte copies
+    (2, 384, 200, 8191, 5),  # the largest C, 4 chunks, odd L
+    (130, 300, 136, 50, 7),  # rows shorter than a tile
 ]
 
 
@@ -776,7 +781,9 @@ def test_cuda_gate(tf32, monkeypatch):
     assert kernel_path(3, 5, 1) == fast
     assert kernel_path(256, 512, 9, 32, 4096) == fast
     assert kernel_path(256, 512, 9, 1, 4096) == "tensor_core"  # too few positions: shorter tiles
-    assert kernel_path(257, 100, 5) == "tensor_core_wide"
+    assert kernel_path(257, 100, 5) == ("wgmma" if tf32 and hopper else "tensor_core_wide")
+    assert kernel_path(384, 512, 9, 1, 100) == ("wgmma" if tf32 and hopper else "tensor_core_wide")
+    assert kernel_path(385, 64, 9) == "tensor_core_wide"
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
     assert kernel_path(513, 64, 9) == "pytorch"
     assert kernel_path(300, 64, 11) == "pytorch"

@@ -856,22 +856,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 namespace wg {
 
 using namespace tc;
-using S = C256;  // the tile
-constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kWarpgroups = kThreads / kWarpgroupThreads;
 constexpr int kGroupWarps = kWarpgroupThreads / kWarpSize;
 constexpr int kWgmmaM = 64;
 static_assert(kWarpgroups == 2 && kEChunk == kWgmmaM, "two warpgroups; a chunk is one m64 block of GEMM1");
-
-// GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
-// channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
-constexpr int kG1Acc = kWgmmaM * kNX / kWarpgroupThreads;
-constexpr int kG2Rows = kCMax / kWarpgroups;
-constexpr int kG2Blocks = kG2Rows / kWgmmaM;
-constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;
-static_assert(kG1Acc == 68 && kG2Acc == 64 && kG2Blocks == 2, "instruction shapes below: m64n136k8, m64n128k8");
 
 // K-major core-matrix layout: element (row n, k) of an operand whose K extent
 // is kext sits at this float offset. Core matrices adjacent in K are adjacent
@@ -893,33 +883,33 @@ static_assert(core_offset(core_row(777, 16), core_k(777, 16), 16) == 777 &&
                   core_offset(core_row(555, 8), core_k(555, 8), 8) == 555,
               "core_row / core_k invert core_offset");
 
-// Weight stages, 4 KB each, as the wgmma reads A:
-//   W1 stage: [64 expanded channels][16 input channels] of a chunk, in core
-//   matrices (shared memory): two GEMM1 k-steps;
-//   W2 stage: [128 output channels][8 expanded channels] of one warpgroup's
-//   half and a chunk, in register order: one GEMM2 k-step for both m64 blocks.
+// Weight stages, as the wgmma reads A:
+//   W1 stage (4 KB): [64 expanded channels][16 input channels] of a chunk, in
+//   core matrices (shared memory): two GEMM1 k-steps;
+//   W2 stage: [the kG2Rows channels of one warpgroup's half][8 expanded
+//   channels] of a chunk, in register order: one GEMM2 k-step for all the
+//   half's m64 blocks (WgTile::kG2StageFloats).
 constexpr int kStageFloats = 1024;
 constexpr uint32_t kStageBytes = kStageFloats * sizeof(float);
 constexpr int kG1StageK = kStageFloats / kEChunk;
-constexpr int kG2StageK = kStageFloats / kG2Rows;
 constexpr int kG1StepsPerStage = kG1StageK / kMmaK;
-constexpr int kG2StagesPerChunk = kEChunk / kG2StageK;
-static_assert(kG1StageK == 16 && kG2StageK == kMmaK, "a W1 stage is two k-steps, a W2 stage one");
+constexpr int kG2StagesPerChunk = kEChunk / kMmaK;
+static_assert(kG1StageK == 16, "a W1 stage is two k-steps");
 // The ring: kRingSlots slots of kPairStages consecutive stages, each slot
 // filled by one bulk copy and waited on, released and refilled as a unit.
 // The turns are bound by the fixed cost of each of these steps (mbarrier
 // wait, wgmma group, warpgroup barrier, bulk-copy issue: ~480 cycles a 4 KB
 // stage at the headline against ~130 of tensor-core work, clock64 trace,
 // kernels/NOTES.md), so a slot holds two stages; three slots is what shared
-// memory leaves after x^T and the two h buffers.
+// memory leaves after x^T and the two h buffers (at the headline's tile).
 constexpr int kPairStages = 2;
 constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
 constexpr int kRingSlots = 3;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 // GEMM2's A (W2) comes through registers instead, in the same two-stage
 // slots: a turn's GEMM2 is at most two chunks' slots, each slot's registers
-// (a set: 16 a thread) loaded from L2 kA2Sets slots ahead. (Three or four
-// sets made ptxas spill and serialise the wgmmas.)
+// (a set: 8 kG2Blocks a thread) loaded from L2 kA2Sets slots ahead. (Three
+// or four sets made ptxas spill and serialise the wgmmas.)
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
 constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
 constexpr int kA2Sets = 2;
@@ -928,11 +918,119 @@ constexpr int kA2Sets = 2;
 // at run time would put the sets in local memory).
 constexpr int kLastA2Set = (kG2SlotsPerChunk - 1) % kA2Sets;
 static_assert((kMaxG2Slots - 1) % kA2Sets == kLastA2Set, "one last set");
+// The right halo of a warp's first 4 rows (the later rows' go where the
+// h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
+constexpr int kTailFloats = kCoreK * kMaxHalf;
+// A warp's rows of a chunk (its GEMM1 accumulator rows), in depthwise groups
+// of 4: one K-core of h3^T each.
+constexpr int kDwRows = kEChunk / kGroupWarps;
+constexpr int kDwGroups = kDwRows / kCoreK;
+
+// The tile: every constant that depends on the largest C served (x^T holds
+// all of it) and on the tile length T.
+//   WgHead: C <= 256, T = 128 (the headline's).
+//   WgWide: 256 < C <= 384, T = 64: at T = 128, x^T of 384 channels would
+//   not fit in shared memory, nor GEMM2's accumulators (C / 2 a thread) in
+//   registers.
+template <int kCMax_, int kTileT_>
+struct WgTile {
+  static constexpr int kCMax = kCMax_, kTileT = kTileT_;
+  static constexpr int kNX = kTileT + 2 * kMaxHalf;  // h1 columns: tile plus halo
+  // GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
+  // channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
+  static constexpr int kG1Acc = kWgmmaM * kNX / kWarpgroupThreads;
+  static constexpr int kG2Rows = kCMax / kWarpgroups;
+  static constexpr int kG2Blocks = kG2Rows / kWgmmaM;
+  static constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;
+  static constexpr int kG2StageFloats = kG2Rows * kMmaK;
+
+  // h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15
+  // of the chunk as h1 rows of kHRowFloats floats: columns 0..kTileT+3 of
+  // the kNX; the last kMaxHalf (the right halo, read only by the last window
+  // of a row's last lane) are gathered from the accumulators by shuffles and
+  // stored in gaps the h3^T cores leave (see the depthwise), which is what
+  // leaves shared memory room for the ring's third slot at the headline's
+  // tile (a row stride of 4 mod 32 makes the accumulator stores 2-way bank
+  // conflicts; 136 was conflict-free). The depthwise overwrites the first
+  // kDwGroups * kH3CoreFloats floats of those rows with h3^T of the same 16
+  // channels: K-cores of [kTileT positions][4 channels] (a K-core of h3^T is
+  // position-major: 8-row groups adjacent), which GEMM2 reads with a K-core
+  // stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1) begins, so
+  // it overlaps only rows already read once the rows of group kc are.
+  static constexpr int kHRowFloats = kNX - kMaxHalf;
+  static constexpr int kHWarpFloats = kDwRows * kHRowFloats;
+  static constexpr int kHBufFloats = kGroupWarps * kHWarpFloats;
+  static constexpr int kH3CoreFloats = kTileT * kCoreK;
+  // Depthwise: each lane 4 consecutive outputs of a row, kDwRowsPerPass rows
+  // at once (T = 64: lanes 0-15 one row, lanes 16-31 another).
+  static constexpr int kDwLanesPerRow = kTileT / kVec;
+  static constexpr int kDwRowsPerPass = kWarpSize / kDwLanesPerRow;
+
+  // Shared memory: x^T | h buffers | weight ring | mbarriers | tails.
+  //
+  // x^T (GEMM1's B operand, [kNX positions][kCMax channels] K-major) in core
+  // matrices ordered K-core by K-core: the kNX / 8 cores of channels
+  // 4kc..4kc+3 are adjacent (8-position groups 128 bytes apart, K-cores
+  // kNX * 16 bytes apart), so that a K-core occupies exactly as many bytes
+  // as x's 4 rows of kNX positions: the 16-byte staging lands rows as they
+  // lie in x and turns them around K-core by K-core (stage_x_16).
+  static constexpr int kXtKCoreFloats = kNX * kCoreK;
+  __host__ __device__ static constexpr int xt_offset(int n, int k) {
+    return (k / kCoreK) * kXtKCoreFloats + (n / kCoreRows) * kCoreFloats + (n % kCoreRows) * kCoreK + k % kCoreK;
+  }
+  static constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
+  static constexpr size_t kHOffset = kXtBytes;
+  static constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
+  static constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
+  static constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
+  static constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
+
+  // The rounding pass over x^T (round_x): kRoundBatch float4 loads before
+  // their stores, whole batches for 8 warps and for 4.
+  static constexpr int kXtVectors = kNX * kCMax / kVec;
+  static constexpr int kRoundBatch = kXtVectors % (17 * kThreads) == 0 ? 17 : 9;  // 68 or 36 registers
+  // x^T by 16-byte copies (stage_x_16)
+  static constexpr int kXtGranules = kNX / kVec;                 // 16-byte pieces of a landed row
+  static constexpr int kXtKCoreGranules = kCoreK * kXtGranules;  // of a K-core
+  static constexpr int kXtColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
+  // GEMM2's accumulators in n8 tiles (the epilogue)
+  static constexpr int kNTiles = kTileT / kMmaN;
+};
+using WgHead = WgTile<256, 128>;
+using WgWide = WgTile<384, 64>;
+
+template <class W>
+constexpr bool wg_tile_ok() {
+  static_assert(W::kG2Blocks * kWgmmaM == W::kG2Rows && W::kG2Rows * kWarpgroups == W::kCMax,
+                "each half of C whole m64 blocks");
+  static_assert(kDwGroups * W::kH3CoreFloats <= W::kHWarpFloats, "h3^T of a warp's rows fits over them");
+  static_assert(W::kH3CoreFloats <= kCoreK * W::kHRowFloats, "K-core kc overlaps no h1 row of a later group");
+  static_assert(kTailFloats <= kCoreK * W::kHRowFloats - W::kH3CoreFloats, "a group's tails fit in the gap");
+  static_assert(W::kHRowFloats % kVec == 0 && W::kHRowFloats == W::kTileT + kVec &&
+                    W::kDwLanesPerRow * W::kDwRowsPerPass == kWarpSize && kCoreK % W::kDwRowsPerPass == 0,
+                "h1 rows: whole 16-byte windows; a lane has 4 outputs; a row's last lane's last window is the "
+                "tail; a depthwise group is whole passes");
+  static_assert(2 * kCoreK * W::kH3CoreFloats / (kMmaK / kCoreK) <= W::kHWarpFloats && kDwRows == 2 * kMmaK,
+                "a warp's rows are two GEMM2 k-steps");
+  static_assert(W::xt_offset(9, 6) == W::kXtKCoreFloats + 9 * kCoreK + 2, "within a K-core, position-major");
+  static_assert(W::kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
+  static_assert(W::kRingOffset % 128 == 0 && W::kBarOffset % 8 == 0 && W::kTailOffset % 16 == 0,
+                "bulk copies, mbarriers and 16-byte tail loads aligned");
+  static_assert(W::kXtVectors % (W::kRoundBatch * kThreads) == 0 &&
+                    W::kXtVectors % (W::kRoundBatch * kWarpgroupThreads) == 0,
+                "the rounding pass in whole batches");
+  static_assert(W::kNX % kVec == 0 && W::kNX % kCoreRows == 0, "whole 16-byte pieces and 8-position groups");
+  static_assert(W::kNX % kWarpSize == kCoreRows,
+                "a lane's last column only in lanes below 8; conflict-free reads (kNX = 8 mod 32)");
+  return true;
+}
+static_assert(wg_tile_ok<WgHead>() && wg_tile_ok<WgWide>(), "the wgmma tiles");
 
 // Packed weights for this kernel: a tile's W1 stages in the order the turns
 // consume them (so fill i of the ring is simply pair i here: the refill on
 // the turn's critical path is one address computation), its W2 stages, then
 // the depthwise records (as PackedLayout::taps).
+template <class W>
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
   // ring slots: a turn's stages fill whole slots; the extra stage is zeros)
@@ -943,62 +1041,11 @@ struct WgLayout {
   // half of C, per k-step, GEMM2's A operands in register order (a float4 per
   // thread and m64 block: block-major, then the warpgroup's threads).
   __host__ __device__ int64_t w1_stages() const { return nc * nkb; }
+  __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk; }
   __host__ __device__ int64_t w2() const { return w1_stages() * kStageFloats; }
-  __host__ __device__ int64_t stages() const { return w1_stages() + nc * kWarpgroups * kG2StagesPerChunk; }
-  __host__ __device__ int64_t taps() const { return stages() * kStageFloats; }
+  __host__ __device__ int64_t taps() const { return w2() + w2_stages() * W::kG2StageFloats; }
   __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
 };
-
-// h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15 of
-// the chunk as h1 rows of kHRowFloats floats: columns 0..131 of the kNX;
-// the last kMaxHalf (the right halo, read only by lane 31's last window) are
-// gathered from the accumulators by shuffles and stored in gaps the h3^T
-// cores leave (see the depthwise), which is what leaves shared memory room
-// for the ring's third slot (a row stride of 4 mod 32 makes the accumulator
-// stores 2-way bank conflicts; 136 was conflict-free). The depthwise
-// overwrites the first kDwRows / 4 * kH3CoreFloats floats of those rows with
-// h3^T of the same 16 channels: K-cores of [128 positions][4 channels] (a
-// K-core of h3^T is position-major: 8-row groups adjacent), which GEMM2 reads
-// with a K-core stride of kH3CoreFloats. K-core kc ends before h1 row 4(kc+1)
-// begins, so it overlaps only rows already read once the rows of group kc are.
-constexpr int kDwRows = kEChunk / kGroupWarps;
-constexpr int kHRowFloats = kNX - kMaxHalf;
-constexpr int kHWarpFloats = kDwRows * kHRowFloats;
-constexpr int kHBufFloats = kGroupWarps * kHWarpFloats;
-constexpr int kH3CoreFloats = kTileT * kCoreK;
-constexpr int kDwGroups = kDwRows / kCoreK;
-static_assert(kDwGroups * kH3CoreFloats <= kHWarpFloats, "h3^T of a warp's rows fits over them");
-static_assert(kH3CoreFloats <= kCoreK * kHRowFloats, "K-core kc overlaps no h1 row of a later group");
-static_assert(kHRowFloats % kVec == 0 && kTileT == kWarpSize * kVec && kHRowFloats == kTileT + kVec,
-              "h1 rows: whole 16-byte windows; a lane has 4 outputs; lane 31's last window is the tail");
-static_assert(2 * kCoreK * kH3CoreFloats / (kMmaK / kCoreK) <= kHWarpFloats && kDwRows == 2 * kMmaK,
-              "a warp's rows are two GEMM2 k-steps");
-
-// Shared memory: x^T | h buffers | weight ring | mbarriers | tails.
-//
-// x^T (GEMM1's B operand, [kNX positions][kCMax channels] K-major) in core
-// matrices ordered K-core by K-core: the 17 cores of channels 4kc..4kc+3 are
-// adjacent (8-position groups 128 bytes apart, K-cores kNX * 16 bytes apart),
-// so that a K-core occupies exactly as many bytes as x's 4 rows of kNX
-// positions: the 16-byte staging lands rows as they lie in x and turns them
-// around K-core by K-core (stage_x_16).
-constexpr int kXtKCoreFloats = kNX * kCoreK;
-__host__ __device__ constexpr int xt_offset(int n, int k) {
-  return (k / kCoreK) * kXtKCoreFloats + (n / kCoreRows) * kCoreFloats + (n % kCoreRows) * kCoreK + k % kCoreK;
-}
-static_assert(xt_offset(9, 6) == kXtKCoreFloats + 9 * kCoreK + 2, "within a K-core, position-major");
-constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
-constexpr size_t kHOffset = kXtBytes;
-constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
-constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
-// The right halo of a warp's first 4 rows (the later rows' go where the
-// h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
-constexpr int kTailFloats = kCoreK * kMaxHalf;
-constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
-constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
-static_assert(kSmemBytes <= 227 * 1024, "fits one CTA per SM on sm_90");
-static_assert(kRingOffset % 128 == 0 && kBarOffset % 8 == 0 && kTailOffset % 16 == 0,
-              "bulk copies, mbarriers and 16-byte tail loads aligned");
 
 // Named barriers (0 is __syncthreads): per warpgroup, + the warpgroup index.
 constexpr int kGroupBarrier = 1;  // the warpgroup's own 128 threads
@@ -1118,22 +1165,30 @@ __device__ __forceinline__ void fence_proxy_async() {
 // inline-asm operands with constraint `c` ("+f" accumulates, "=f" overwrites).
 #define FD_ACC8(c, i)                                                                                  \
   c(d[i]), c(d[i + 1]), c(d[i + 2]), c(d[i + 3]), c(d[i + 4]), c(d[i + 5]), c(d[i + 6]), c(d[i + 7])
-#define FD_ACC64(c)                                                                                    \
-  FD_ACC8(c, 0), FD_ACC8(c, 8), FD_ACC8(c, 16), FD_ACC8(c, 24), FD_ACC8(c, 32), FD_ACC8(c, 40),       \
-      FD_ACC8(c, 48), FD_ACC8(c, 56)
+#define FD_ACC32(c) FD_ACC8(c, 0), FD_ACC8(c, 8), FD_ACC8(c, 16), FD_ACC8(c, 24)
+#define FD_ACC36(c) FD_ACC32(c), c(d[32]), c(d[33]), c(d[34]), c(d[35])
+#define FD_ACC64(c) FD_ACC32(c), FD_ACC8(c, 32), FD_ACC8(c, 40), FD_ACC8(c, 48), FD_ACC8(c, 56)
 #define FD_ACC68(c) FD_ACC64(c), c(d[64]), c(d[65]), c(d[66]), c(d[67])
-#define FD_REGS64                                                                                      \
+#define FD_REGS32                                                                                      \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
-  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "    \
-  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "    \
-  "%59, %60, %61, %62, %63"
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define FD_REGS36 FD_REGS32 ", %32, %33, %34, %35"
+#define FD_REGS64                                                                                      \
+  FD_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, "  \
+            "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define FD_REGS68 FD_REGS64 ", %64, %65, %66, %67"
 
-// D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from shared
-// memory (descriptors), for one warpgroup. D's layout per warp and n8 tile
-// matches mma.sync's C fragment: warp w of the warpgroup holds rows
-// 16w..16w+15.
-__device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
+// The wgmmas of both tiles, overloaded by accumulator size (N / 2 registers
+// a thread): GEMM1 m64n136k8 (WgHead) or m64n72k8 (WgWide), GEMM2 m64n128k8
+// or m64n64k8.
+//
+// wgmma_ss: D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from
+// shared memory (descriptors), for one warpgroup. D's layout per warp and n8
+// tile matches mma.sync's C fragment: warp w of the warpgroup holds rows
+// 16w..16w+15. wgmma_ss_overwrite: the same with D overwritten (scale-d
+// false): D's old values are not inputs, so the compiler need not keep them
+// alive.
+__device__ __forceinline__ void wgmma_ss(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
@@ -1142,10 +1197,7 @@ __device__ __forceinline__ void wgmma_m64n136k8(float (&d)[68], uint64_t desc_a,
       : "l"(desc_a), "l"(desc_b), "r"(1));
 #endif
 }
-
-// The same with D overwritten (scale-d false): D's old values are not inputs,
-// so the compiler need not keep them alive.
-__device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_ss_overwrite(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
@@ -1154,14 +1206,32 @@ __device__ __forceinline__ void wgmma_m64n136k8_overwrite(float (&d)[68], uint64
       : "l"(desc_a), "l"(desc_b), "r"(0));
 #endif
 }
+__device__ __forceinline__ void wgmma_ss(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {" FD_REGS36 "}, %36, %37, p, 1, 1;\n}\n"
+      : FD_ACC36("+f")
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+#endif
+}
+__device__ __forceinline__ void wgmma_ss_overwrite(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n72k8.f32.tf32.tf32 {" FD_REGS36 "}, %36, %37, p, 1, 1;\n}\n"
+      : FD_ACC36("=f")
+      : "l"(desc_a), "l"(desc_b), "r"(0));
+#endif
+}
 
-// D (64 x 128) += A (64 x 8) * B (8 x 128), B from shared memory, A from
-// registers: this thread's four elements of A, as CUTLASS's ALayout_64x8
-// places them (thread t = 32 w + 4 g + q of the warpgroup: rows 16 w + g and
-// + 8, columns q and q + 4, in the order (g, q), (g + 8, q), (g, q + 4),
-// (g + 8, q + 4)). The registers must keep their values until the wgmma is
-// complete (wgmma_wait).
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const float4& a, uint64_t desc_b) {
+// wgmma_rs: D (64 x N) += A (64 x 8) * B (8 x N), B from shared memory, A
+// from registers: this thread's four elements of A, as CUTLASS's
+// ALayout_64x8 places them (thread t = 32 w + 4 g + q of the warpgroup: rows
+// 16 w + g and + 8, columns q and q + 4, in the order (g, q), (g + 8, q),
+// (g, q + 4), (g + 8, q + 4)). The registers must keep their values until the
+// wgmma is complete (wgmma_wait).
+__device__ __forceinline__ void wgmma_rs(float (&d)[64], const float4& a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
@@ -1171,37 +1241,54 @@ __device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const float4& a,
         "l"(desc_b), "r"(1));
 #endif
 }
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], const float4& a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" FD_REGS32 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : FD_ACC32("+f")
+      : "r"(__float_as_uint(a.x)), "r"(__float_as_uint(a.y)), "r"(__float_as_uint(a.z)), "r"(__float_as_uint(a.w)),
+        "l"(desc_b), "r"(1));
+#endif
+}
 #undef FD_ACC8
+#undef FD_ACC32
+#undef FD_ACC36
 #undef FD_ACC64
 #undef FD_ACC68
+#undef FD_REGS32
+#undef FD_REGS36
 #undef FD_REGS64
 #undef FD_REGS68
 
 // ---- weight packing ----------------------------------------------------------
 // One CTA per stage (WgLayout's order): W1 stage: [64 e][16 c] of a chunk in
-// core matrices; W2 stage: [128 c][8 e] of a half and a chunk in register
-// order (wgmma_m64n128k8's A); both TF32-rounded, zero outside the matrices.
+// core matrices; W2 stage: [kG2Rows c][8 e] of a half and a chunk in register
+// order (wgmma_rs's A, block by block); both TF32-rounded, zero outside the
+// matrices.
+template <class W>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
-  const WgLayout lay(p.C, p.E);
+  const WgLayout<W> lay(p.C, p.E);
   const int64_t i = blockIdx.x;
-  float* dst = p.workspace + i * kStageFloats;
-  for (int r = threadIdx.x; r < kStageFloats; r += blockDim.x) {
-    float v = 0.0f;
-    if (i < lay.w1_stages()) {
+  if (i < lay.w1_stages()) {
+    float* dst = p.workspace + i * kStageFloats;
+    for (int r = threadIdx.x; r < kStageFloats; r += blockDim.x) {
       const int64_t e = i / lay.nkb * kEChunk + core_row(r, kG1StageK);
       const int64_t c = i % lay.nkb * kG1StageK + core_k(r, kG1StageK);
-      if (e < p.E && c < p.C) v = p.w1[e * p.C + c];
-    } else {
-      const int64_t i2 = i - lay.w1_stages();  // (chunk, half, step)
-      const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
-      const int step = static_cast<int>(i2 % kG2StagesPerChunk);
+      dst[r] = tf32_round(e < p.E && c < p.C ? p.w1[e * p.C + c] : 0.0f);
+    }
+  } else {
+    const int64_t i2 = i - lay.w1_stages();  // (chunk, half, step)
+    float* dst = p.workspace + lay.w2() + i2 * W::kG2StageFloats;
+    const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
+    const int step = static_cast<int>(i2 % kG2StagesPerChunk);
+    for (int r = threadIdx.x; r < W::kG2StageFloats; r += blockDim.x) {
       const int v4 = r % kVec, t = r / kVec % kWarpgroupThreads, m = r / (kVec * kWarpgroupThreads);
       const int lane = t % kWarpSize, row = m * kWgmmaM + t / kWarpSize * kMmaM + lane / 4 + (v4 % 2) * kCoreRows;
       const int k = lane % 4 + (v4 / 2) * kCoreK;
-      const int64_t c = half * kG2Rows + row, e = chunk * kEChunk + step * kG2StageK + k;
-      if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
+      const int64_t c = half * W::kG2Rows + row, e = chunk * kEChunk + step * kMmaK + k;
+      dst[r] = tf32_round(c < p.C && e < p.E ? p.w2[c * p.E + e] : 0.0f);
     }
-    dst[r] = tf32_round(v);
   }
   pack_taps(p, p.workspace + lay.taps(), lay.nc * kEChunk);
 }
@@ -1242,14 +1329,14 @@ __device__ __forceinline__ int opaque(int v) {
 // copied; offsets from that position stay small), so that a copy costs
 // about five instructions (worked out per copy, the 64-bit position tests
 // and the core offset took ~26 instructions a 4-byte copy, ncu).
-template <int kStageWarps>
+template <class W, int kStageWarps>
 __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
                                                int64_t xcol0, int sw) {
   // (Through lane_id(): from a lane index computed once, the column offsets
   // below were hoisted out of the persistent kernel's tile loop and held
   // through the depthwise, where they made ptxas spill.)
   const int lane = lane_id();
-  constexpr int kColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
+  constexpr int kNX = W::kNX, kColsPerLane = W::kXtColsPerLane;
   uint32_t col_smem[kColsPerLane];  // byte offset of (column n, channel 0) in x^T
   uint32_t col_byte[kColsPerLane];  // byte offset of the column from position pos0, 0 where it is cut
   bool col_in[kColsPerLane];        // inside [0, L) (and a column of the tile)
@@ -1259,12 +1346,12 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
     const int n = lane + k * kWarpSize;
     const int64_t pos = xcol0 + n;
     col_in[k] = n < kNX && pos >= 0 && pos < L;
-    col_smem[k] = xt_offset(n, 0) * sizeof(float);
+    col_smem[k] = W::xt_offset(n, 0) * sizeof(float);
     col_byte[k] = col_in[k] ? static_cast<uint32_t>(pos - pos0) * sizeof(float) : 0;
   }
   for (int c = sw; c < c16; c += kStageWarps) {
     const char* row = reinterpret_cast<const char*>(xb + static_cast<int64_t>(c < C ? c : C - 1) * L + pos0);
-    const uint32_t row_smem = xt_smem + xt_offset(0, c) * sizeof(float);
+    const uint32_t row_smem = xt_smem + W::xt_offset(0, c) * sizeof(float);
 #pragma unroll
     for (int k = 0; k < kColsPerLane; ++k) {
       if (k < kColsPerLane - 1 || lane + k * kWarpSize < kNX)
@@ -1278,10 +1365,9 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
 // pass by c16 made ptxas spill). kRoundBatch loads before their stores: one
 // at a time, the loop waited out a shared-memory round trip per float4
 // (~4.5k cycles a tile). tid: the thread's index among the kStageThreads.
-constexpr int kXtVectors = kNX * kCMax / kVec;
-constexpr int kRoundBatch = kXtVectors / (2 * kThreads);  // 17 float4s: 68 registers
-template <int kStageThreads>
+template <class W, int kStageThreads>
 __device__ __forceinline__ void round_x(float* xt, int tid) {
+  constexpr int kXtVectors = W::kXtVectors, kRoundBatch = W::kRoundBatch;
   static_assert(kXtVectors % (kRoundBatch * kStageThreads) == 0, "whole batches");
   float4* const xt4 = reinterpret_cast<float4*>(xt);
   for (int i0 = tid; i0 < kXtVectors; i0 += kRoundBatch * kStageThreads) {
@@ -1314,34 +1400,35 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
 // warp's run, whose last K-core lands in the run's first region and is held
 // in registers until the end. All of it within one warp, ordered by
 // __syncwarp.
-constexpr int kXtGranules = kNX / kVec;                      // 16-byte pieces of a landed row
-constexpr int kXtKCoreGranules = kCoreK * kXtGranules;       // of a K-core
-constexpr int kXtColsPerLane = static_cast<int>(ceil_div(kNX, kWarpSize));
-static_assert(kNX % kVec == 0 && kNX % kCoreRows == 0, "whole 16-byte pieces and 8-position groups");
-static_assert(kNX % kWarpSize == kCoreRows,
-              "a lane's last column only in lanes below 8; conflict-free reads (kNX = 8 mod 32)");
 // The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n).
-__device__ __forceinline__ void load_landed(const float* region, int lane, float (&v)[kXtColsPerLane][kCoreK]) {
+template <class W>
+__device__ __forceinline__ void load_landed(const float* region, int lane,
+                                            float (&v)[W::kXtColsPerLane][kCoreK]) {
 #pragma unroll
-  for (int j = 0; j < kXtColsPerLane; ++j) {
+  for (int j = 0; j < W::kXtColsPerLane; ++j) {
     const int n = lane + j * kWarpSize;
 #pragma unroll
-    for (int k = 0; k < kCoreK; ++k) v[j][k] = j + 1 < kXtColsPerLane || n < kNX ? region[k * kNX + n] : 0.0f;
+    for (int k = 0; k < kCoreK; ++k)
+      v[j][k] = j + 1 < W::kXtColsPerLane || n < W::kNX ? region[k * W::kNX + n] : 0.0f;
   }
 }
 // ... written to a K-core region in x^T's order (column n's 4 channels at 4n), TF32-rounded.
-__device__ __forceinline__ void store_turned(float* region, int lane, const float (&v)[kXtColsPerLane][kCoreK]) {
+template <class W>
+__device__ __forceinline__ void store_turned(float* region, int lane,
+                                             const float (&v)[W::kXtColsPerLane][kCoreK]) {
 #pragma unroll
-  for (int j = 0; j < kXtColsPerLane; ++j) {
+  for (int j = 0; j < W::kXtColsPerLane; ++j) {
     const int n = lane + j * kWarpSize;
-    if (j + 1 < kXtColsPerLane || n < kNX)
+    if (j + 1 < W::kXtColsPerLane || n < W::kNX)
       *reinterpret_cast<float4*>(region + n * kCoreK) =
           make_float4(tf32_round(v[j][0]), tf32_round(v[j][1]), tf32_round(v[j][2]), tf32_round(v[j][3]));
   }
 }
-template <int kStageWarps>
+template <class W, int kStageWarps>
 __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, int64_t L, int c16, int64_t xcol0,
                                            int sw) {
+  constexpr int kNX = W::kNX, kXtKCoreFloats = W::kXtKCoreFloats, kXtGranules = W::kXtGranules;
+  constexpr int kXtKCoreGranules = W::kXtKCoreGranules, kXtColsPerLane = W::kXtColsPerLane;
   const int lane = lane_id();
   const int run = c16 / kCoreK / kStageWarps;  // this warp's K-cores: kc0 .. kc0 + run - 1
   const int kc0 = sw * run;
@@ -1359,15 +1446,15 @@ __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, in
   cp_async_wait<0>();
   __syncwarp();
   float held[kXtColsPerLane][kCoreK];
-  load_landed(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
+  load_landed<W>(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
   for (int r = 0; r + 1 < run; ++r) {
     __syncwarp();  // region kc0 + r's landed K-core was read in the step before
     float v[kXtColsPerLane][kCoreK];
-    load_landed(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
-    store_turned(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
+    load_landed<W>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
+    store_turned<W>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
   }
   __syncwarp();
-  store_turned(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
+  store_turned<W>(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
 }
 
 // x^T of a tile by kStageWarps warps (sw: this warp's index among them): by
@@ -1375,16 +1462,16 @@ __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, in
 // around), else by 4-byte copies and, once every stager's have landed
 // (sync: the stagers' barrier), round_x over all of x^T. The caller fences
 // the result for the tensor cores.
-template <int kStageWarps, class Sync>
+template <class W, int kStageWarps, class Sync>
 __device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
                                         int64_t xcol0, int sw, int tid, bool x16, Sync sync) {
   if (x16) {
-    stage_x_16<kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
+    stage_x_16<W, kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
   } else {
-    stage_x_copies<kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
+    stage_x_copies<W, kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
     cp_async_wait<0>();
     sync();
-    round_x<kStageWarps * kWarpSize>(xt, tid);
+    round_x<W, kStageWarps * kWarpSize>(xt, tid);
   }
 }
 
@@ -1398,7 +1485,6 @@ __device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const float
 // instead, the epilogue took ~12-15k cycles a tile on the critical path
 // (clock traces; leaving it out saved ~11% of the kernel, kernels/NOTES.md).
 constexpr int kQuad = 4;  // lanes of a quad hold one row's 8 columns of an n8 tile
-constexpr int kNTiles = kTileT / kMmaN;
 // a0, a1 = x at p, p + 1: one 8-byte load (pair), else each alone where ok0 /
 // ok1, else unchanged. Predicated, not branched: with the accumulators
 // defined in branches ptxas serialised every wgmma of the kernel (C7515).
@@ -1409,8 +1495,11 @@ __device__ __forceinline__ void load_x_pair(float& a0, float& a1, const float* p
       : "+f"(a0), "+f"(a1)
       : "l"(p), "r"(static_cast<int>(pair)), "r"(static_cast<int>(ok0)), "r"(static_cast<int>(ok1)));
 }
-__device__ __forceinline__ void init_acc(float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
+template <class W>
+__device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
                                          int64_t b, int64_t t0, int half, int wq) {
+  constexpr int kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
+  constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m)
@@ -1438,10 +1527,13 @@ __device__ __forceinline__ void init_acc(float (&acc)[kG2Blocks][kG2Acc], const 
 // A row whose tile starts at an odd float offset (odd L) stores its pairs one
 // column on, (2q + 1, 2q + 2) of each n8 tile, the second value from the
 // next lane of the quad (for q = 3, lane q = 0's next n8 tile), plus columns
-// 0 and 127 alone: with 4-byte accesses such a tile's epilogue took ~35k
+// 0 and kTileT - 1 alone: with 4-byte accesses such a tile's epilogue took ~35k
 // cycles against ~14k (clock trace, 28 x 4099 against the headline).
-__device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], const Params& p, int C, int64_t L,
-                                        int64_t b, int64_t t0, int half, int wq) {
+template <class W>
+__device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C,
+                                        int64_t L, int64_t b, int64_t t0, int half, int wq) {
+  constexpr int kG2Blocks = W::kG2Blocks, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
+  constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
   const int next_lane = g * kQuad + (q + 1) % kQuad;
@@ -1457,7 +1549,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
       if (interior) {
         const int sh = static_cast<int>(reinterpret_cast<uintptr_t>(yr) / sizeof(float) % 2);
         const int col0 = 2 * q + sh;                // this lane's first pair
-        const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column 127 alone
+        const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column kTileT - 1 alone
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
           const float v0 = a[nt * 4] + bias, v1 = a[nt * 4 + 1] + bias;
@@ -1494,15 +1586,20 @@ __device__ __forceinline__ void store_y(const float (&acc)[kG2Blocks][kG2Acc], c
 // warpgroup writes its channels of y from its accumulators after its last
 // turn of the tile, while the other runs a turn, and loads the next tile's x
 // into them, in flight under its first turn.
+template <class W>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kTileT = W::kTileT, kNX = W::kNX, kG1Acc = W::kG1Acc, kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc;
+  constexpr int kHRowFloats = W::kHRowFloats, kHWarpFloats = W::kHWarpFloats, kHBufFloats = W::kHBufFloats;
+  constexpr int kH3CoreFloats = W::kH3CoreFloats, kXtKCoreFloats = W::kXtKCoreFloats;
+  using Layout = WgLayout<W>;
   extern __shared__ float4 smem_f4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem_f4);
   float* xt = reinterpret_cast<float*>(smem);                 // x^T cores [kNX][kCMax]
-  float* hbuf = reinterpret_cast<float*>(smem + kHOffset);    // [kWarpgroups][kHBufFloats]
-  const uint32_t ring = smem_u32(smem + kRingOffset);         // kRingSlots x kSlotBytes
-  const uint32_t bars = smem_u32(smem + kBarOffset);          // one mbarrier per slot
-  float* const tail0 = reinterpret_cast<float*>(smem + kTailOffset) + threadIdx.x / kWarpSize * kTailFloats;
+  float* hbuf = reinterpret_cast<float*>(smem + W::kHOffset);  // [kWarpgroups][kHBufFloats]
+  const uint32_t ring = smem_u32(smem + W::kRingOffset);       // kRingSlots x kSlotBytes
+  const uint32_t bars = smem_u32(smem + W::kBarOffset);        // one mbarrier per slot
+  float* const tail0 = reinterpret_cast<float*>(smem + W::kTailOffset) + threadIdx.x / kWarpSize * kTailFloats;
   auto bar = [&](int slot) { return bars + slot * static_cast<uint32_t>(sizeof(uint64_t)); };
   const uint32_t xt_smem = smem_u32(xt);
 
@@ -1529,7 +1626,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
            0;
   };
 
-  const WgLayout lay(p.C, p.E);
+  const Layout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
   // lay.w1_stages() / kPairStages, in 32 bits: the ring's slot fills of a
   // tile (at least one)
@@ -1565,7 +1662,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  stage_x<kWarps>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp,
+  stage_x<W, kWarps>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp,
                   threadIdx.x, x16(), [] { __syncthreads(); });
   fence_proxy_async();
   __syncthreads();
@@ -1573,8 +1670,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float acc[kG2Blocks][kG2Acc];
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
-  auto taps = [&] { return p.workspace + WgLayout(p.C, p.E).taps(); };
-  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + WgLayout(p.C, p.E).w2()); };
+  auto taps = [&] { return p.workspace + Layout(p.C, p.E).taps(); };
+  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E).w2()); };
   const uint64_t x_desc0 = smem_desc(xt_smem, kXtKCoreFloats * sizeof(float), kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
@@ -1593,7 +1690,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     const int col_lo = xcol0 < 0 ? static_cast<int>(-xcol0) : 0;
     const int col_hi = L - xcol0 < kNX ? static_cast<int>(L - xcol0) : kNX;
     auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
-    init_acc(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    init_acc<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
 
     for (int j = 0; j < turns.count(); ++j) {
       if ((j + first_owner) % kWarpgroups != wgi) continue;
@@ -1694,7 +1791,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
                                (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
             const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
 #pragma unroll
-            for (int m = 0; m < kG2Blocks; ++m) wgmma_m64n128k8(acc[m], a2[u % kA2Sets][h][m], b_desc);
+            for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2[u % kA2Sets][h][m], b_desc);
           }
           wgmma_commit();
           if (u > 0) {
@@ -1720,7 +1817,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
         if (j == turns.nc && !last_tile()) {
           const int next = tile + gridDim.x;
-          stage_x<kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
+          stage_x<W, kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
                                threadIdx.x % kWarpgroupThreads, x16(),
                                [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
           fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
@@ -1756,12 +1853,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const uint32_t slot = begin_fill(0);
         uint64_t a_desc, b_desc;
         g1_desc(slot, 0, 0, a_desc, b_desc);
-        wgmma_m64n136k8_overwrite(acc1, a_desc, b_desc);
+        wgmma_ss_overwrite(acc1, a_desc, b_desc);
 #pragma unroll
         for (int q1 = 1; q1 < kPairStages * kG1StepsPerStage; ++q1) {
           const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
           g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
-          wgmma_m64n136k8(acc1, a_desc, b_desc);
+          wgmma_ss(acc1, a_desc, b_desc);
         }
         end_g1(0);
         for (int u = 1; u < n1; ++u) {
@@ -1771,7 +1868,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
             const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
             g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
-            wgmma_m64n136k8(acc1, a_desc, b_desc);
+            wgmma_ss(acc1, a_desc, b_desc);
           }
           end_g1(u);
         }
@@ -1848,8 +1945,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         }
         __syncwarp();
         // Rows in groups of 4 (one K-core of h3^T): compute the group, then
-        // write its core, which overlaps only rows already read.
-        const bool tail_lane = lane == kWarpSize - 1;
+        // write its core, which overlaps only rows already read. Lane (rr, pl)
+        // computes positions 4 pl.. of kRowsPerLane rows of the group, from row
+        // r0 = rr kRowsPerLane on: at T = 128 all four (rr = 0), at T = 64 two
+        // (16 lanes a row: lanes 16-31 take rows 2 and 3).
+        constexpr int kRowsPerLane = kCoreK / W::kDwRowsPerPass;
+        const int pl = W::kDwRowsPerPass == 1 ? lane : lane % W::kDwLanesPerRow;
+        const int r0 = W::kDwRowsPerPass == 1 ? 0 : lane / W::kDwLanesPerRow * kRowsPerLane;
+        const bool tail_lane = pl == W::kDwLanesPerRow - 1;
 #pragma unroll 1
         for (int kc = 0; kc < kDwGroups; ++kc) {
           if (kc > 0) {
@@ -1857,33 +1960,42 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
             __syncwarp();
           }
           const float* const tails = tail_at(kc);
-          float4 v[kCoreK];
+          float4 v[kRowsPerLane];
 #pragma unroll
-          for (int r = 0; r < kCoreK; ++r) {
-            const int row = kc * kCoreK + r;
-            const float* hrow = warp_h + row * kHRowFloats + lane * kVec;
+          for (int r = 0; r < kRowsPerLane; ++r) {
+            const int row = kc * kCoreK + r0 + r;
+            const float* hrow = warp_h + row * kHRowFloats + pl * kVec;
             float4 windows[kDwWindows];
 #pragma unroll
             for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
-            // The last window: lane 31's is the row's tail (past the row's end lies the next row).
+            // The last window: a row's last lane's is the row's tail (past the row's end lies the next row).
             windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
-                tail_lane ? tails + r * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
+                tail_lane ? tails + (r0 + r) * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
             const float4 h = depthwise4(windows, warp_taps, row);
             v[r] = make_float4(tf32_operand(h.x), tf32_operand(h.y), tf32_operand(h.z), tf32_operand(h.w));
           }
           __syncwarp();
-          float4* core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats) + lane * kVec;  // positions 4 lane..
-          core[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-          core[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-          core[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-          core[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+          // K-core kc: position n's 4 channels at 4n; this lane's positions 4 pl.., channels r0..
+          float* const core = warp_h + kc * kH3CoreFloats + pl * kVec * kCoreK + r0;
+          if constexpr (kRowsPerLane == kCoreK) {
+            reinterpret_cast<float4*>(core)[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+            reinterpret_cast<float4*>(core)[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+            reinterpret_cast<float4*>(core)[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+            reinterpret_cast<float4*>(core)[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+          } else {
+            static_assert(kRowsPerLane == 2, "two rows a lane: 8-byte stores");
+            *reinterpret_cast<float2*>(core + 0 * kCoreK) = make_float2(v[0].x, v[1].x);
+            *reinterpret_cast<float2*>(core + 1 * kCoreK) = make_float2(v[0].y, v[1].y);
+            *reinterpret_cast<float2*>(core + 2 * kCoreK) = make_float2(v[0].z, v[1].z);
+            *reinterpret_cast<float2*>(core + 3 * kCoreK) = make_float2(v[0].w, v[1].w);
+          }
         }
         fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
       }
     }
 
     // ---- this warpgroup's last turn of the tile is done: its channels of y ----
-    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    store_y<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
@@ -1950,6 +2062,15 @@ int choose_c256_tile(const Params& p, int device) {
   return best_t;
 }
 
+#if defined(FUSED_DWSEP_SM90A)
+// f(tile) for the wgmma kernel's tile that serves C: WgHead up to C = 256,
+// WgWide beyond (select_path checks that C fits it).
+template <class F>
+auto with_wg_tile(int64_t C, F f) {
+  return C <= wg::WgHead::kCMax ? f(wg::WgHead{}) : f(wg::WgWide{});
+}
+#endif
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -1966,6 +2087,10 @@ Path select_path(const Params& p, int device) {
       const bool long_tile = choose_c256_tile(p, device) == tc::C256::kTileT;
       return p.tf32 && long_tile && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
     }
+#if defined(FUSED_DWSEP_SM90A)
+    if (p.C <= wg::WgWide::kCMax && p.tf32 && wgmma_built_for(device) && smem >= wg::WgWide::kSmemBytes)
+      return Path::kWgmma;
+#endif
     static_assert(tc::C384::kSmemBytes <= tc::C512::kSmemBytes, "one check covers both wide tilings");
     if (p.C <= tc::C512::kCMax && smem >= tc::C512::kSmemBytes) return Path::kTensorCoreWide;
   }
@@ -1993,7 +2118,10 @@ TcLaunch tc_launch(bool tf32) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return {wg::fused_dwsep_wgmma_kernel, wg::kSmemBytes, wg::kTileT, wg::kCMax};
+    return with_wg_tile(p.C, [](auto tile) {
+      using W = decltype(tile);
+      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W>, W::kSmemBytes, W::kTileT, W::kCMax};
+    });
 #endif
   if (path == Path::kTensorCoreWide)
     return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
@@ -2016,7 +2144,8 @@ size_t workspace_floats(const Params& p, int device) {
   int64_t floats = tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats();
 #if defined(FUSED_DWSEP_SM90A)
   if (path != Path::kTensorCoreWide && p.tf32 && wgmma_built_for(device)) {
-    const int64_t wg_floats = wg::WgLayout(p.C, p.E).total_floats();
+    const int64_t wg_floats =
+        with_wg_tile(p.C, [&](auto tile) { return wg::WgLayout<decltype(tile)>(p.C, p.E).total_floats(); });
     floats = wg_floats > floats ? wg_floats : floats;
   }
 #endif
@@ -2039,9 +2168,15 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma) {  // one CTA per weight stage
-    const int64_t stages = wg::WgLayout(p.C, p.E).stages();
-    if (stages > INT32_MAX) return cudaErrorInvalidValue;
-    wg::pack_weights_kernel<<<static_cast<unsigned>(stages), kPackThreads, 0, stream>>>(p);
+    const bool packed = with_wg_tile(p.C, [&](auto tile) {
+      using W = decltype(tile);
+      const wg::WgLayout<W> lay(p.C, p.E);
+      const int64_t stages = lay.w1_stages() + lay.w2_stages();
+      if (stages > INT32_MAX) return false;
+      wg::pack_weights_kernel<W><<<static_cast<unsigned>(stages), kPackThreads, 0, stream>>>(p);
+      return true;
+    });
+    if (!packed) return cudaErrorInvalidValue;
   } else
 #endif
     tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);

@@ -30,7 +30,7 @@ struct Params {
 enum class Path : int {
   kTensorCore = 0,      // mma.sync fused kernel, 128-position tiles: C <= 256, K <= 9, sm_80+
   kTensorCoreWide = 1,  // mma.sync fused kernel, 64-position tiles: 256 < C <= 512, K <= 9, sm_80+
-  kWgmma = 2,           // the C <= 256 tiling with wgmma: TF32 mode on sm_90 (built as sm_90a)
+  kWgmma = 2,           // wgmma kernel, TF32 mode on sm_90 (built as sm_90a): C <= 384 (T = 128 to 256, then 64)
   kNone = 3,            // no kernel here serves the shape (the caller runs PyTorch's own)
 };
 

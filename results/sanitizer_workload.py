@@ -18,7 +18,8 @@ SHAPES = [
     (2, 16, 32, 130, 9),  # small problems: the 32- and 64-position tiles
     (3, 3, 5, 5, 3),
     (1, 100, 264, 77, 5),
-    (1, 300, 72, 67, 7),  # 256 < C <= 384
+    (1, 300, 72, 67, 7),  # 256 < C <= 384 (TF32 on Hopper: the wgmma kernel's wide tile)
+    (1, 384, 136, 2 * 132 * 64 + 5, 9),  # the wide wgmma tile, ~2 tiles a CTA, 3 chunks, odd L
     (1, 400, 40, 33, 3),  # 384 < C <= 512
     (1, 16, 32, 132 * 128 - 3, 9),  # enough positions for the 128-position tiles (and wgmma)
     (2, 64, 64, 8192, 9),  # the wgmma kernel on 16-byte-aligned rows, C < 256
