@@ -843,8 +843,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 //
 // Both GEMMs read their activations (B) from shared memory, K-major in core
 // matrices (8 rows x 4 TF32 = 128 contiguous bytes, no swizzle). The weights
-// are packed per call into 4 KB stages. GEMM1's (W1, in the same core layout)
-// stream through a ring of kRingSlots slots of two stages by bulk copies
+// are packed per call into stages. GEMM1's (W1, in the same core layout)
+// stream through a ring of kRingSlots slots of several stages by bulk copies
 // (cp.async.bulk), one mbarrier per slot; the warpgroup whose turn it is
 // issues a slot's wgmmas as one group and refills the slot as soon as that
 // group is done in all its warps. GEMM2's (W2) come straight from L2 into
@@ -895,21 +895,22 @@ constexpr int kG1StageK = kStageFloats / kEChunk;
 constexpr int kG1StepsPerStage = kG1StageK / kMmaK;
 constexpr int kG2StagesPerChunk = kEChunk / kMmaK;
 static_assert(kG1StageK == 16, "a W1 stage is two k-steps");
-// The ring: kRingSlots slots of kPairStages consecutive stages, each slot
-// filled by one bulk copy and waited on, released and refilled as a unit.
-// The turns are bound by the fixed cost of each of these steps (mbarrier
-// wait, wgmma group, warpgroup barrier, bulk-copy issue: ~480 cycles a 4 KB
-// stage at the headline against ~130 of tensor-core work, clock64 trace,
-// kernels/NOTES.md), so a slot holds two stages; three slots is what shared
-// memory leaves after x^T and the two h buffers (at the headline's tile).
-constexpr int kPairStages = 2;
-constexpr uint32_t kSlotBytes = kPairStages * kStageBytes;
+// The ring: kRingSlots slots of WgTile::kSlotStages consecutive W1 stages,
+// each slot filled by one bulk copy and waited on, released and refilled as
+// a unit. The turns are bound by the fixed cost of each of these steps
+// (mbarrier wait, wgmma group, warpgroup barrier, bulk-copy issue: ~480
+// cycles a 4 KB stage at the headline against ~130 of tensor-core work,
+// clock64 trace, kernels/NOTES.md), so a slot holds several stages: two at
+// the headline's tile, where three slots is what shared memory leaves after
+// x^T and the two h buffers; four at the wide tile, whose stages carry half
+// the tensor work.
 constexpr int kRingSlots = 3;
+// GEMM2's A (W2) comes through registers instead, in slots of kPairStages
+// k-steps: a turn's GEMM2 is at most two chunks' slots, each slot's
+// registers (a set: 8 kG2Blocks a thread) loaded from L2 kA2Sets slots
+// ahead. (Three or four sets made ptxas spill and serialise the wgmmas.)
+constexpr int kPairStages = 2;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
-// GEMM2's A (W2) comes through registers instead, in the same two-stage
-// slots: a turn's GEMM2 is at most two chunks' slots, each slot's registers
-// (a set: 8 kG2Blocks a thread) loaded from L2 kA2Sets slots ahead. (Three
-// or four sets made ptxas spill and serialise the wgmmas.)
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
 constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
 constexpr int kA2Sets = 2;
@@ -932,9 +933,11 @@ constexpr int kDwGroups = kDwRows / kCoreK;
 //   WgWide: 256 < C <= 384, T = 64: at T = 128, x^T of 384 channels would
 //   not fit in shared memory, nor GEMM2's accumulators (C / 2 a thread) in
 //   registers.
-template <int kCMax_, int kTileT_>
+// kSlotStages: W1 stages a ring slot (see kRingSlots).
+template <int kCMax_, int kTileT_, int kSlotStages_>
 struct WgTile {
-  static constexpr int kCMax = kCMax_, kTileT = kTileT_;
+  static constexpr int kCMax = kCMax_, kTileT = kTileT_, kSlotStages = kSlotStages_;
+  static constexpr uint32_t kSlotBytes = kSlotStages * kStageBytes;
   static constexpr int kNX = kTileT + 2 * kMaxHalf;  // h1 columns: tile plus halo
   // GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
   // channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
@@ -981,7 +984,7 @@ struct WgTile {
   static constexpr size_t kXtBytes = static_cast<size_t>(kNX) * kCMax * sizeof(float);
   static constexpr size_t kHOffset = kXtBytes;
   static constexpr size_t kRingOffset = kHOffset + kWarpgroups * kHBufFloats * sizeof(float);
-  static constexpr size_t kBarOffset = kRingOffset + kRingSlots * kSlotBytes;
+  static constexpr size_t kBarOffset = kRingOffset + kRingSlots * size_t{kSlotBytes};
   static constexpr size_t kTailOffset = round_up(kBarOffset + kRingSlots * sizeof(uint64_t), sizeof(float4));
   static constexpr size_t kSmemBytes = kTailOffset + kWarps * kTailFloats * sizeof(float);
 
@@ -996,8 +999,8 @@ struct WgTile {
   // GEMM2's accumulators in n8 tiles (the epilogue)
   static constexpr int kNTiles = kTileT / kMmaN;
 };
-using WgHead = WgTile<256, 128>;
-using WgWide = WgTile<384, 64>;
+using WgHead = WgTile<256, 128, 2>;
+using WgWide = WgTile<384, 64, 4>;
 
 template <class W>
 constexpr bool wg_tile_ok() {
@@ -1027,16 +1030,17 @@ constexpr bool wg_tile_ok() {
 static_assert(wg_tile_ok<WgHead>() && wg_tile_ok<WgWide>(), "the wgmma tiles");
 
 // Packed weights for this kernel: a tile's W1 stages in the order the turns
-// consume them (so fill i of the ring is simply pair i here: the refill on
-// the turn's critical path is one address computation), its W2 stages, then
-// the depthwise records (as PackedLayout::taps).
+// consume them (so fill i of a tile is simply the kSlotStages stages from
+// kSlotStages i on here: the refill on the turn's critical path is one
+// address computation), its W2 stages, then the depthwise records (as
+// PackedLayout::taps).
 template <class W>
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
-  // ring slots: a turn's stages fill whole slots; the extra stage is zeros)
+  // ring slots: a turn's stages fill whole slots; the extra stages are zeros)
   int64_t nc, nkb;
   __host__ __device__ WgLayout(int64_t C, int64_t E)
-      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), kPairStages)) {}
+      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), W::kSlotStages)) {}
   // W1 stages (the ring's), chunk by chunk, then W2 stages: per chunk, per
   // half of C, per k-step, GEMM2's A operands in register order (a float4 per
   // thread and m64 block: block-major, then the warpgroup's threads).
@@ -1628,25 +1632,26 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   const Layout lay(p.C, p.E);
   const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
-  // lay.w1_stages() / kPairStages, in 32 bits: the ring's slot fills of a
+  // lay.w1_stages() / kSlotStages, in 32 bits: the ring's slot fills of a
   // tile (at least one)
-  const int total_pairs = turns.nc * turns.nkb / kPairStages;
+  const int total_fills = turns.nc * turns.nkb / W::kSlotStages;
   const float* ws = p.workspace;
-  auto slot_smem = [&](int slot) { return ring + slot * kSlotBytes; };
-  auto pair_src = [&](int i) { return ws + static_cast<int64_t>(i) * kPairStages * kStageFloats; };  // stages 2i, 2i + 1
-  auto refill = [&](int i, int slot) { bulk_load(slot_smem(slot), pair_src(i), kSlotBytes, bar(slot)); };  // one thread
+  auto slot_smem = [&](int slot) { return ring + slot * W::kSlotBytes; };
+  // fill i of a tile: its W1 stages kSlotStages i onwards
+  auto fill_src = [&](int i) { return ws + static_cast<int64_t>(i) * W::kSlotStages * kStageFloats; };
+  auto refill = [&](int i, int slot) { bulk_load(slot_smem(slot), fill_src(i), W::kSlotBytes, bar(slot)); };  // one thread
   // Fill `next` counted from the first of the CTA's tile `tile` (past that
-  // tile's total_pairs, its later tiles' fills: the same pairs again): the
-  // pair it copies, and whether the CTA has that tile. (The loop runs at most
-  // kRingSlots times: a tile has at least one pair, and fills run kRingSlots
-  // ahead.)
+  // tile's total_fills, its later tiles' fills: the same stages again): the
+  // tile's fill it copies, and whether the CTA has that tile. (The loop runs
+  // at most kRingSlots times: a tile has at least one fill, and fills run
+  // kRingSlots ahead.)
   struct RingFill {
-    int pair;
+    int fill;
     bool exists;
   };
   auto ring_fill = [&](int tile, int next) {
     int ahead = 0;
-    for (; next >= total_pairs; next -= total_pairs) ++ahead;
+    for (; next >= total_fills; next -= total_fills) ++ahead;
     return RingFill{next, tile + ahead * static_cast<int>(gridDim.x) < tiles()};
   };
 
@@ -1656,7 +1661,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     fence_mbar_init();
     for (int i = 0; i < kRingSlots; ++i) {
       const RingFill f = ring_fill(blockIdx.x, i);
-      if (f.exists) refill(f.pair, i);
+      if (f.exists) refill(f.fill, i);
     }
   }
 
@@ -1683,7 +1688,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   // (mod 6): slot (ring_pos + i) % 3, phase parity (ring_pos + i) / 3 % 2.
   constexpr int kRingPeriod = 2 * kRingSlots;
   for (int tile = blockIdx.x, first_owner = 0, ring_pos = 0; tile < tiles(); tile += gridDim.x,
-           first_owner ^= turns.count() % kWarpgroups, ring_pos = (ring_pos + total_pairs) % kRingPeriod) {
+           first_owner ^= turns.count() % kWarpgroups, ring_pos = (ring_pos + total_fills) % kRingPeriod) {
     const int64_t xcol0 = tile_t0(tile) - kMaxHalf;  // position of h1 column 0
     // h1 columns [col_lo, col_hi) are positions inside [0, L) (32-bit: 17
     // hoisted 64-bit positions spilled).
@@ -1695,14 +1700,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     for (int j = 0; j < turns.count(); ++j) {
       if ((j + first_owner) % kWarpgroups != wgi) continue;
       // ---- turn j on the tensor cores ------------------------------------------
-      // In slots of two stages: g2 for GEMM2 (a W2 chunk's stages fill whole
-      // slots, so no slot mixes chunks), then n1 for GEMM1. GEMM2's A comes
+      // In slots: g2 of kPairStages W2 stages for GEMM2 (a chunk's fill whole
+      // slots, so no slot mixes chunks), then n1 ring slots of kSlotStages W1
+      // stages for GEMM1. GEMM2's A comes
       // from registers, loaded from L2 kA2Sets slots ahead (acc1 is dead
       // until GEMM1, so its registers are free); GEMM1's A comes through the
       // ring, whose fill0-th fill of the tile is this turn's first.
       const bool has_g1 = j < turns.nc;
-      const int g2 = turns.g2_stages(j) / kPairStages, n1 = turns.nkb / kPairStages;
-      const int first = turns.first_g2(j), fill0 = (j < turns.nc ? j : turns.nc) * turns.nkb / kPairStages;
+      const int g2 = turns.g2_stages(j) / kPairStages, n1 = turns.nkb / W::kSlotStages;
+      const int first = turns.first_g2(j), fill0 = (j < turns.nc ? j : turns.nc) * turns.nkb / W::kSlotStages;
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
       const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
@@ -1748,12 +1754,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto arm = [&](int u) {
         const int next = fill0 + u + kRingSlots, slot = (ring_pos + next) % kRingSlots;
         const RingFill f = ring_fill(tile, next);
-        const Refill r{slot_smem(slot), bar(slot), pair_src(f.pair), elected && f.exists};
-        if (r.go) mbar_expect_tx(r.bar, kSlotBytes);
+        const Refill r{slot_smem(slot), bar(slot), fill_src(f.fill), elected && f.exists};
+        if (r.go) mbar_expect_tx(r.bar, W::kSlotBytes);
         return r;
       };
       auto release = [&](const Refill& r) {
-        if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
+        if (r.go) bulk_copy(r.dst, r.src, W::kSlotBytes, r.bar);
       };
       // GEMM2 slot u's wgmmas are done (u a compile-time constant: the sets
       // stay registers): its registers take slot u + kA2Sets, and the chunk's
@@ -1775,7 +1781,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const int i = ring_pos + fill0 + u, slot = i % kRingSlots;
         mbar_wait(bar(slot), (i / kRingSlots) & 1);
         wgmma_fence();
-        return ring + slot * kSlotBytes;
+        return ring + slot * W::kSlotBytes;
       };
 #pragma unroll
       for (int u = 0; u < kMaxG2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
@@ -1855,7 +1861,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         g1_desc(slot, 0, 0, a_desc, b_desc);
         wgmma_ss_overwrite(acc1, a_desc, b_desc);
 #pragma unroll
-        for (int q1 = 1; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+        for (int q1 = 1; q1 < W::kSlotStages * kG1StepsPerStage; ++q1) {
           const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
           g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
           wgmma_ss(acc1, a_desc, b_desc);
@@ -1863,9 +1869,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         end_g1(0);
         for (int u = 1; u < n1; ++u) {
           const uint32_t slot2 = begin_fill(u);
-          const int kb0 = u * kPairStages;
+          const int kb0 = u * W::kSlotStages;
 #pragma unroll
-          for (int q1 = 0; q1 < kPairStages * kG1StepsPerStage; ++q1) {
+          for (int q1 = 0; q1 < W::kSlotStages * kG1StepsPerStage; ++q1) {
             const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
             g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
             wgmma_ss(acc1, a_desc, b_desc);
