@@ -74,11 +74,11 @@ __device__ __forceinline__ unsigned trace_clock() {
       if (trt) { tr[8 + j * 8 + 0] = trace_clock(); tr_mbar = tr_refill = 0; }
 """),
     ("""      auto release = [&](const Refill& r) {
-        if (r.go) bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
+        if (r.go) bulk_copy(r.dst, r.src, W::kSlotBytes, r.bar);
 """, """      auto release = [&](const Refill& r) {
         if (r.go) {
           unsigned c1 = trace_clock();
-          bulk_copy(r.dst, r.src, kSlotBytes, r.bar);
+          bulk_copy(r.dst, r.src, W::kSlotBytes, r.bar);
           if (trt) tr_refill += trace_clock() - c1;
         }
 """),
@@ -109,7 +109,7 @@ __device__ __forceinline__ unsigned trace_clock() {
           tr[8 + j * 8 + 1] = trace_clock();
           tr[8 + j * 8 + 2] = tr_mbar;
           tr[8 + j * 8 + 3] = tr_refill;
-          tr[8 + j * 8 + 5] = (g2 + (has_g1 ? n1 : 0)) * kPairStages;
+          tr[8 + j * 8 + 5] = g2 * kPairStages + (has_g1 ? n1 * W::kSlotStages : 0);
         }
         if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """),
@@ -132,10 +132,10 @@ __device__ __forceinline__ unsigned trace_clock() {
         if (trt) tr[200 + j] = trace_clock();
       }
 """),
-    ("""    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    ("""    store_y<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
   }
 """, """    if (trt) tr[3] = trace_clock();
-    store_y(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    store_y<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
     if (trt) tr[4] = trace_clock();
   }
   if (tl) tl[kTimelineTiles + 1] = trace_ns();

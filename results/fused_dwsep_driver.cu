@@ -129,7 +129,9 @@ int main(int argc, char** argv) {
   for (float v : hy) { unsigned u; memcpy(&u, &v, 4); hash = (hash ^ u) * 1099511628211ull; }
   printf("median %.4f ms min %.4f y hash %016llx\n", t[t.size() / 2], t[0], hash);
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
-  const int64_t tiles = B * fused_dwsep::ceil_div(L, fused_dwsep::wg::kTileT);
+  using fused_dwsep::wg::WgHead;
+  using fused_dwsep::wg::WgWide;
+  const int64_t tiles = B * fused_dwsep::ceil_div(L, C <= WgHead::kCMax ? WgHead::kTileT : WgWide::kTileT);
   print_trace(std::min<int64_t>(tiles, fused_dwsep::device_sm_count(0)));  // launch()'s grid
   print_timeline(std::min<int64_t>(tiles, fused_dwsep::device_sm_count(0)), tiles);
 #endif
