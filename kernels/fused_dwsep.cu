@@ -20,9 +20,10 @@
 //   [C x 64] x [64 x 128] accumulates into registers. The epilogue adds b2 and x and
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
-// * wgmma kernel (C <= 256, TF32 mode, compute capability 9.0 built as
-//   sm_90a): the C <= 256 tile with Hopper's warpgroup mma, both operands read
-//   by the tensor cores from shared memory, weights streamed by bulk copies,
+// * wgmma kernel (C <= 384, TF32 mode, compute capability 9.0 built as
+//   sm_90a): T = 128 for C <= 256 (the mma.sync kernel's C256 tile), 64 for
+//   256 < C <= 384 (WgTile), with Hopper's warpgroup mma, activations read
+//   by the tensor cores from shared memory, W1 streamed by bulk copies,
 //   and the two warpgroups taking turns on the tensor cores so that one runs
 //   the depthwise while the other runs GEMMs; persistent (one CTA per SM
 //   walks its tiles, y written from the accumulators; see its section below).
@@ -820,13 +821,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 // tensor cores
 // ---------------------------------------------------------------------------
 //
-// The C256 tile (one batch row, 128 positions, x^T with its halo staged once
-// in shared memory, E in chunks of 64), computed so that the tensor cores are
-// busy while the CUDA cores run the depthwise. Chunk c belongs to warpgroup
-// c % 2: its GEMM1 (h1 = W1[c] x^T, one m64n136k8 wgmma per k-step over all
-// 136 columns) leaves warp w of the owner with rows 16w..16w+15 of h1, which
-// that warp stores in the owner's h buffer and turns into h3 = gelu(dwconv(h1))
-// in place, with no barrier but __syncwarp. GEMM2 is split by output channel:
+// One batch row and T positions a tile (x^T with its halo staged once in
+// shared memory, E in chunks of 64), computed so that the tensor cores are
+// busy while the CUDA cores run the depthwise; WgTile holds what depends on
+// the largest C served and on T (128 up to C = 256, as described here; 64
+// up to C = 384). Chunk c belongs to warpgroup c % 2: its GEMM1
+// (h1 = W1[c] x^T, one m64n136k8 wgmma per k-step over all 136 columns)
+// leaves warp w of the owner with rows 16w..16w+15 of h1, which that warp
+// stores in the owner's h buffer and turns into h3 = gelu(dwconv(h1)) in
+// place, with no barrier but __syncwarp. GEMM2 is split by output channel:
 // warpgroup w accumulates y[128w .. 128w+127] over every chunk, its own and
 // the other's.
 //
