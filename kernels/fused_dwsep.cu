@@ -1009,6 +1009,9 @@ template <class W>
 constexpr bool wg_tile_ok() {
   static_assert(W::kG2Blocks * kWgmmaM == W::kG2Rows && W::kG2Rows * kWarpgroups == W::kCMax,
                 "each half of C whole m64 blocks");
+  static_assert(W::kCMax / kG1StageK % W::kSlotStages == 0 && W::kSlotStages * kG1StageK % (kCoreK * kWarps) == 0,
+                "x^T holds every channel a chunk's W1 slots read (c16 <= kCMax); the 16-byte staging's K-cores "
+                "split evenly over 8 warps and over 4");
   static_assert(kDwGroups * W::kH3CoreFloats <= W::kHWarpFloats, "h3^T of a warp's rows fits over them");
   static_assert(W::kH3CoreFloats <= kCoreK * W::kHRowFloats, "K-core kc overlaps no h1 row of a later group");
   static_assert(kTailFloats <= kCoreK * W::kHRowFloats - W::kH3CoreFloats, "a group's tails fit in the gap");
