@@ -941,6 +941,7 @@ template <int kCMax_, int kTileT_, int kSlotStages_>
 struct WgTile {
   static constexpr int kCMax = kCMax_, kTileT = kTileT_, kSlotStages = kSlotStages_;
   static constexpr uint32_t kSlotBytes = kSlotStages * kStageBytes;
+  static constexpr int kSlotSteps = kSlotStages * kG1StepsPerStage;  // GEMM1 k-steps a ring slot
   static constexpr int kNX = kTileT + 2 * kMaxHalf;  // h1 columns: tile plus halo
   // GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
   // channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
@@ -981,6 +982,7 @@ struct WgTile {
   // as x's 4 rows of kNX positions: the 16-byte staging lands rows as they
   // lie in x and turns them around K-core by K-core (stage_x_16).
   static constexpr int kXtKCoreFloats = kNX * kCoreK;
+  static constexpr uint32_t kXtKCoreBytes = kXtKCoreFloats * sizeof(float);
   __host__ __device__ static constexpr int xt_offset(int n, int k) {
     return (k / kCoreK) * kXtKCoreFloats + (n / kCoreRows) * kCoreFloats + (n % kCoreRows) * kCoreK + k % kCoreK;
   }
@@ -1133,6 +1135,24 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t k_core_byt
   // address), leading offset in bits 16-29, stride offset in bits 32-45.
   return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(k_core_bytes >> 4) << 16) |
          (static_cast<uint64_t>(row_group_bytes >> 4) << 32);
+}
+
+// A byte offset in a descriptor's address fields (16-byte units). Adding it
+// to a descriptor moves its start address: shared addresses stay below 2^18,
+// so the 14-bit field never carries into the next.
+__host__ __device__ constexpr uint64_t desc_units(uint32_t bytes) { return bytes >> 4; }
+
+// GEMM1's A (W1 in a ring slot) and B (x^T) descriptors.
+struct G1Desc {
+  uint64_t a, b;
+};
+// k-step q of a ring slot (its stage q / kG1StepsPerStage, k-step
+// q % kG1StepsPerStage in that stage) relative to the slot's descriptors.
+template <class W>
+__device__ __forceinline__ constexpr G1Desc g1_step(int q) {
+  const int h = q / kG1StepsPerStage, ks = q % kG1StepsPerStage;
+  return G1Desc{desc_units(h * kStageBytes + ks * (kMmaK / kCoreK) * kCoreBytes),
+                desc_units((h * kG1StageK + ks * kMmaK) / kCoreK * W::kXtKCoreBytes)};
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -1601,7 +1621,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kTileT = W::kTileT, kNX = W::kNX, kG1Acc = W::kG1Acc, kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc;
   constexpr int kHRowFloats = W::kHRowFloats, kHWarpFloats = W::kHWarpFloats, kHBufFloats = W::kHBufFloats;
-  constexpr int kH3CoreFloats = W::kH3CoreFloats, kXtKCoreFloats = W::kXtKCoreFloats;
+  constexpr int kH3CoreFloats = W::kH3CoreFloats;
   using Layout = WgLayout<W>;
   extern __shared__ float4 smem_f4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem_f4);
@@ -1683,7 +1703,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
   auto taps = [&] { return p.workspace + Layout(p.C, p.E).taps(); };
   auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E).w2()); };
-  const uint64_t x_desc0 = smem_desc(xt_smem, kXtKCoreFloats * sizeof(float), kCoreBytes);
+  const uint64_t x_desc0 = smem_desc(xt_smem, W::kXtKCoreBytes, kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
   // Per tile: warpgroup first_owner takes turn 0 (and the even turns), the
@@ -1841,10 +1861,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // above, before the depthwise: so on every path acc1 is written before
       // the h1 store reads it, and the compiler sees it dead from that store
       // to here, which leaves its registers to GEMM2's A.)
-      auto g1_desc = [&](uint32_t a, int kb, int ks, uint64_t& a_desc, uint64_t& b_desc) {
-        const int k = kb * kG1StageK + ks * kMmaK;
-        a_desc = smem_desc(a + ks * (kMmaK / kCoreK) * kCoreBytes, kCoreBytes, kG1StageK / kCoreK * kCoreBytes);
-        b_desc = x_desc0 + ((k / kCoreK) * kXtKCoreFloats * sizeof(float) >> 4);  // x^T at k: the start address field
+      // A ring slot's descriptors: W1 at the slot's start, x^T at channel
+      // kb0 * kG1StageK (the slot's first stage kb0). Its k-step q adds
+      // compile-time offsets to both (g1_step): a slot's wgmmas then issue
+      // back to back, where rebuilding each descriptor from the address cost
+      // ~10 dependent uniform instructions a wgmma.
+      auto g1_base = [&](uint32_t slot, int kb0) {
+        return G1Desc{smem_desc(slot, kCoreBytes, kG1StageK / kCoreK * kCoreBytes),
+                      x_desc0 + desc_units(kb0 * (kG1StageK / kCoreK) * W::kXtKCoreBytes)};
       };
       // Ring slot u - 1 is done.
       auto end_g1 = [&](int u) {
@@ -1862,26 +1886,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         retire_last_g2();
       }
       {
-        const uint32_t slot = begin_fill(0);
-        uint64_t a_desc, b_desc;
-        g1_desc(slot, 0, 0, a_desc, b_desc);
-        wgmma_ss_overwrite(acc1, a_desc, b_desc);
+        const G1Desc d0 = g1_base(begin_fill(0), 0);
+        wgmma_ss_overwrite(acc1, d0.a, d0.b);
 #pragma unroll
-        for (int q1 = 1; q1 < W::kSlotStages * kG1StepsPerStage; ++q1) {
-          const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
-          g1_desc(slot + h * kStageBytes, h, ks, a_desc, b_desc);
-          wgmma_ss(acc1, a_desc, b_desc);
-        }
+        for (int q1 = 1; q1 < W::kSlotSteps; ++q1) wgmma_ss(acc1, d0.a + g1_step<W>(q1).a, d0.b + g1_step<W>(q1).b);
         end_g1(0);
         for (int u = 1; u < n1; ++u) {
-          const uint32_t slot2 = begin_fill(u);
-          const int kb0 = u * W::kSlotStages;
+          const G1Desc d = g1_base(begin_fill(u), u * W::kSlotStages);
 #pragma unroll
-          for (int q1 = 0; q1 < W::kSlotStages * kG1StepsPerStage; ++q1) {
-            const int h = q1 / kG1StepsPerStage, ks = q1 % kG1StepsPerStage;
-            g1_desc(slot2 + h * kStageBytes, kb0 + h, ks, a_desc, b_desc);
-            wgmma_ss(acc1, a_desc, b_desc);
-          }
+          for (int q1 = 0; q1 < W::kSlotSteps; ++q1) wgmma_ss(acc1, d.a + g1_step<W>(q1).a, d.b + g1_step<W>(q1).b);
           end_g1(u);
         }
       }
