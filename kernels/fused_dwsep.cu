@@ -908,10 +908,12 @@ static_assert(kG1StageK == 16, "a W1 stage is two k-steps");
 // x^T and the two h buffers; four at the wide tile, whose stages carry half
 // the tensor work.
 constexpr int kRingSlots = 3;
-// GEMM2's A (W2) comes through registers instead, in slots of kPairStages
-// k-steps: a turn's GEMM2 is at most two chunks' slots, each slot's
-// registers (a set: 8 kG2Blocks a thread) loaded from L2 kA2Sets slots
-// ahead. (Three or four sets made ptxas spill and serialise the wgmmas.)
+// GEMM2 runs in slots of kPairStages k-steps: a turn's GEMM2 is at most two
+// chunks' slots. At the headline's tile W2 is GEMM2's A and comes through
+// registers, each slot's (a set: 8 kG2Blocks a thread) loaded from L2
+// kA2Sets slots ahead (three or four sets made ptxas spill and serialise the
+// wgmmas). At the wide tile GEMM2 runs transposed (WgTile::kG2T) and W2^T,
+// its B, comes through the ring, a slot's kPairStages k-steps to a fill.
 constexpr int kPairStages = 2;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
@@ -937,19 +939,38 @@ constexpr int kDwGroups = kDwRows / kCoreK;
 //   not fit in shared memory, nor GEMM2's accumulators (C / 2 a thread) in
 //   registers.
 // kSlotStages: W1 stages a ring slot (see kRingSlots).
-template <int kCMax_, int kTileT_, int kSlotStages_>
+// kG2T: GEMM2 transposed. At T = 64 GEMM2 as W2 h3 took three m64n64k8 a
+// k-step (m64 blocks of output channels), and small wgmmas cost more than
+// they compute (kernels/NOTES.md, v17, v18); transposed, y^T = h3^T W2^T is
+// one m64n(C / 2)k8 a k-step: A = h3^T (its K-cores as they are), B = W2^T
+// through the ring, the accumulators position-major.
+template <int kCMax_, int kTileT_, int kSlotStages_, bool kG2T_>
 struct WgTile {
   static constexpr int kCMax = kCMax_, kTileT = kTileT_, kSlotStages = kSlotStages_;
-  static constexpr uint32_t kSlotBytes = kSlotStages * kStageBytes;
+  static constexpr bool kG2T = kG2T_;
   static constexpr int kSlotSteps = kSlotStages * kG1StepsPerStage;  // GEMM1 k-steps a ring slot
   static constexpr int kNX = kTileT + 2 * kMaxHalf;  // h1 columns: tile plus halo
   // GEMM1 of a chunk: [64 x kNX] per warpgroup. GEMM2: warpgroup w owns output
-  // channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT.
+  // channels [kG2Rows * w, kG2Rows * (w + 1)), kG2Blocks m64 blocks x kTileT
+  // (kG2T: one block, [kTileT positions x kG2Rows]), one wgmma each a k-step.
   static constexpr int kG1Acc = kWgmmaM * kNX / kWarpgroupThreads;
   static constexpr int kG2Rows = kCMax / kWarpgroups;
-  static constexpr int kG2Blocks = kG2Rows / kWgmmaM;
-  static constexpr int kG2Acc = kWgmmaM * kTileT / kWarpgroupThreads;
+  static constexpr int kG2Blocks = kG2T ? 1 : kG2Rows / kWgmmaM;
+  static constexpr int kG2Acc = kG2Rows * kTileT / kWarpgroupThreads / kG2Blocks;
   static constexpr int kG2StageFloats = kG2Rows * kMmaK;
+  static constexpr uint32_t kG2StageBytes = kG2StageFloats * sizeof(float);
+  // GEMM2's slots: kG2SlotSteps k-steps each (kG2T: a ring fill of W2^T
+  // stages; half a chunk, so that a fill's ~400 cycles of tensor work cover
+  // its fixed costs: with two, W2^T through the ring was 6% slower than W2
+  // through registers, kernels/NOTES.md, v18)
+  static constexpr int kG2SlotSteps = kG2T ? kG2StagesPerChunk / 2 : kPairStages;
+  static constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotSteps;
+  // A ring slot: kSlotStages W1 stages, or with kG2T a GEMM2 slot's W2^T
+  // stages if larger (every fill copies the whole slot: W1's fills end in zeros)
+  static constexpr uint32_t kSlotBytes =
+      kG2T && kG2SlotSteps * kG2StageBytes > kSlotStages * kStageBytes ? kG2SlotSteps * kG2StageBytes
+                                                                       : kSlotStages * kStageBytes;
+  static constexpr int kSlotFloats = kSlotBytes / sizeof(float);
 
   // h buffers, one per warpgroup: warp w of the owner holds rows 16w..16w+15
   // of the chunk as h1 rows of kHRowFloats floats: columns 0..kTileT+3 of
@@ -1004,13 +1025,21 @@ struct WgTile {
   // GEMM2's accumulators in n8 tiles (the epilogue)
   static constexpr int kNTiles = kTileT / kMmaN;
 };
-using WgHead = WgTile<256, 128, 2>;
-using WgWide = WgTile<384, 64, 4>;
+using WgHead = WgTile<256, 128, 2, false>;
+using WgWide = WgTile<384, 64, 4, true>;
 
 template <class W>
 constexpr bool wg_tile_ok() {
-  static_assert(W::kG2Blocks * kWgmmaM == W::kG2Rows && W::kG2Rows * kWarpgroups == W::kCMax,
-                "each half of C whole m64 blocks");
+  static_assert(W::kG2Rows * kWarpgroups == W::kCMax && (W::kG2T ? W::kTileT == kWgmmaM && W::kG2Rows % kMmaN == 0 &&
+                                                                          W::kG2Acc == 96 && W::kG2Blocks == 1
+                                                                    : W::kG2Blocks * kWgmmaM == W::kG2Rows),
+                "GEMM2: each half of C whole m64 blocks, or (transposed) the tile one m64 block of positions "
+                "and half of C one wgmma's N (the m64n192k8 wrapper)");
+  static_assert(!W::kG2T || (W::kG2SlotSteps * W::kG2StageBytes <= W::kSlotBytes &&
+                              kG2StagesPerChunk % W::kG2SlotSteps == 0 && W::kSlotBytes % 128 == 0),
+                "a slot holds a GEMM2 slot's W2^T; a chunk's GEMM2 whole slots; slots stay 128-byte aligned");
+  static_assert(W::kG2T || W::kG2SlotsPerChunk == kG2SlotsPerChunk,
+                "GEMM2 from registers: the register sets' slots (kPairStages k-steps) are the tile's GEMM2 slots");
   static_assert(W::kCMax / kG1StageK % W::kSlotStages == 0 && W::kSlotStages * kG1StageK % (kCoreK * kWarps) == 0,
                 "x^T holds every channel a chunk's W1 slots read (c16 <= kCMax); the 16-byte staging's K-cores "
                 "split evenly over 8 warps and over 4");
@@ -1037,11 +1066,12 @@ constexpr bool wg_tile_ok() {
 }
 static_assert(wg_tile_ok<WgHead>() && wg_tile_ok<WgWide>(), "the wgmma tiles");
 
-// Packed weights for this kernel: a tile's W1 stages in the order the turns
-// consume them (so fill i of a tile is simply the kSlotStages stages from
-// kSlotStages i on here: the refill on the turn's critical path is one
-// address computation), its W2 stages, then the depthwise records (as
-// PackedLayout::taps).
+// Packed weights for this kernel: a tile's ring fills in the order the turns
+// consume them, kSlotFloats each (so fill i of a tile is simply the slot's
+// worth from kSlotFloats i on here: the refill on the turn's critical path is
+// one address computation): W1 stages, and with kG2T the W2^T stages between
+// them (Turns::fill_of); without kG2T, then the W2 stages in register order;
+// then the depthwise records (as PackedLayout::taps).
 template <class W>
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
@@ -1054,8 +1084,15 @@ struct WgLayout {
   // thread and m64 block: block-major, then the warpgroup's threads).
   __host__ __device__ int64_t w1_stages() const { return nc * nkb; }
   __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk; }
-  __host__ __device__ int64_t w2() const { return w1_stages() * kStageFloats; }
-  __host__ __device__ int64_t taps() const { return w2() + w2_stages() * W::kG2StageFloats; }
+  // a tile's ring fills: W1's, and with kG2T W2^T's (a GEMM2 slot's
+  // kG2SlotSteps k-steps of a chunk and half of C a fill)
+  __host__ __device__ int64_t fills() const {
+    return w1_stages() / W::kSlotStages + (W::kG2T ? w2_stages() / W::kG2SlotSteps : 0);
+  }
+  __host__ __device__ int64_t w2() const { return fills() * W::kSlotFloats; }
+  __host__ __device__ int64_t taps() const { return w2() + (W::kG2T ? 0 : w2_stages() * W::kG2StageFloats); }
+  // the packing kernel's CTAs: one per fill, and one per W2 stage in registers' order
+  __host__ __device__ int64_t pack_blocks() const { return fills() + (W::kG2T ? 0 : w2_stages()); }
   __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
 };
 
@@ -1064,14 +1101,46 @@ constexpr int kGroupBarrier = 1;  // the warpgroup's own 128 threads
 constexpr int kTokenBarrier = 3;  // "your turn": the other warpgroup arrives, this one syncs
 constexpr int kFreeBarrier = 5;   // "your h buffer is free": likewise
 
-// The turns of one tile (see the section comment): nc chunks, nkb W1 stages each.
+// The turns of one tile (see the section comment): nc chunks, nkb W1 stages
+// each, n1 ring fills of them a chunk; with g2_steps > 0, GEMM2's W2^T
+// through the ring too, g2_steps k-steps a fill, a turn's GEMM2 fills
+// before its GEMM1 fills.
 struct Turns {
-  int nc, nkb;
+  int nc, nkb, n1, g2_steps;
   __host__ __device__ bool has(int c) const { return c >= 0 && c < nc; }
   __host__ __device__ int count() const { return nc + 3; }
   __host__ __device__ int first_g2(int j) const { return has(j - 3) ? j - 3 : j - 2; }
   __host__ __device__ int g2_stages(int j) const {
     return kG2StagesPerChunk * (static_cast<int>(has(j - 3)) + static_cast<int>(has(j - 2)));
+  }
+  // chunks c < j with has(c)
+  __host__ __device__ int chunks_below(int j) const { return j < 0 ? 0 : j < nc ? j : nc; }
+  // ring fills of turn j's GEMM2, and of the turns before j
+  __host__ __device__ int g2_fills(int j) const { return g2_steps > 0 ? g2_stages(j) / g2_steps : 0; }
+  __host__ __device__ int fill0(int j) const {
+    return (g2_steps > 0 ? kG2StagesPerChunk / g2_steps * (chunks_below(j - 3) + chunks_below(j - 2)) : 0) +
+           chunks_below(j) * n1;
+  }
+  // What a tile's ring fill i holds (the packing walks the turns): GEMM2's
+  // k-steps first.. of chunk `chunk`, the half of C turn j serves (j % 2), or
+  // W1 stages first.. of chunk `chunk`.
+  struct Fill {
+    bool w2;
+    int chunk, half, first;
+  };
+  __host__ __device__ Fill fill_of(int i) const {
+    for (int j = 0; j < count(); ++j) {
+      if (i < g2_fills(j)) {
+        const int t = i * g2_steps;
+        return Fill{true, first_g2(j) + t / kG2StagesPerChunk, j % kWarpgroups, t % kG2StagesPerChunk};
+      }
+      i -= g2_fills(j);
+      if (has(j)) {
+        if (i < n1) return Fill{false, j, 0, i * (nkb / n1)};
+        i -= n1;
+      }
+    }
+    return Fill{false, nc, 0, 0};  // past the tile's fills: none
   }
 };
 
@@ -1199,6 +1268,7 @@ __device__ __forceinline__ void fence_proxy_async() {
 #define FD_ACC36(c) FD_ACC32(c), c(d[32]), c(d[33]), c(d[34]), c(d[35])
 #define FD_ACC64(c) FD_ACC32(c), FD_ACC8(c, 32), FD_ACC8(c, 40), FD_ACC8(c, 48), FD_ACC8(c, 56)
 #define FD_ACC68(c) FD_ACC64(c), c(d[64]), c(d[65]), c(d[66]), c(d[67])
+#define FD_ACC96(c) FD_ACC64(c), FD_ACC8(c, 64), FD_ACC8(c, 72), FD_ACC8(c, 80), FD_ACC8(c, 88)
 #define FD_REGS32                                                                                      \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -1207,10 +1277,13 @@ __device__ __forceinline__ void fence_proxy_async() {
   FD_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, "  \
             "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define FD_REGS68 FD_REGS64 ", %64, %65, %66, %67"
+#define FD_REGS96                                                                                      \
+  FD_REGS64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, "  \
+            "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 
 // The wgmmas of both tiles, overloaded by accumulator size (N / 2 registers
 // a thread): GEMM1 m64n136k8 (WgHead) or m64n72k8 (WgWide), GEMM2 m64n128k8
-// or m64n64k8.
+// with A from registers (WgHead) or m64n192k8 transposed (WgWide).
 //
 // wgmma_ss: D (64 x N, fp32) += A (64 x 8, TF32) * B (8 x N, TF32), both from
 // shared memory (descriptors), for one warpgroup. D's layout per warp and n8
@@ -1254,6 +1327,16 @@ __device__ __forceinline__ void wgmma_ss_overwrite(float (&d)[36], uint64_t desc
       : "l"(desc_a), "l"(desc_b), "r"(0));
 #endif
 }
+// GEMM2 transposed (WgWide): y^T (64 positions x 192 channels) += h3^T W2^T.
+__device__ __forceinline__ void wgmma_ss(float (&d)[96], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {" FD_REGS96 "}, %96, %97, p, 1, 1;\n}\n"
+      : FD_ACC96("+f")
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+#endif
+}
 
 // wgmma_rs: D (64 x N) += A (64 x 8) * B (8 x N), B from shared memory, A
 // from registers: this thread's four elements of A, as CUTLASS's
@@ -1271,44 +1354,53 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const float4& a, uint64
         "l"(desc_b), "r"(1));
 #endif
 }
-__device__ __forceinline__ void wgmma_rs(float (&d)[32], const float4& a, uint64_t desc_b) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" FD_REGS32 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-      : FD_ACC32("+f")
-      : "r"(__float_as_uint(a.x)), "r"(__float_as_uint(a.y)), "r"(__float_as_uint(a.z)), "r"(__float_as_uint(a.w)),
-        "l"(desc_b), "r"(1));
-#endif
-}
 #undef FD_ACC8
 #undef FD_ACC32
 #undef FD_ACC36
 #undef FD_ACC64
 #undef FD_ACC68
+#undef FD_ACC96
 #undef FD_REGS32
 #undef FD_REGS36
 #undef FD_REGS64
 #undef FD_REGS68
+#undef FD_REGS96
 
 // ---- weight packing ----------------------------------------------------------
-// One CTA per stage (WgLayout's order): W1 stage: [64 e][16 c] of a chunk in
-// core matrices; W2 stage: [kG2Rows c][8 e] of a half and a chunk in register
-// order (wgmma_rs's A, block by block); both TF32-rounded, zero outside the
-// matrices.
+// One CTA per ring fill of a tile (WgLayout's order), then (without kG2T) one
+// per W2 stage. W1 stage: [64 e][16 c] of a chunk in core matrices; W2^T
+// stage (kG2T): [kG2Rows c][8 e] of a half and a chunk in core matrices, K-core
+// by K-core (GEMM2's B); W2 stage: [kG2Rows c][8 e] of a half and a chunk in
+// register order (wgmma_rs's A, block by block). All TF32-rounded, zero
+// outside the matrices and in a fill's unused tail.
 template <class W>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   const WgLayout<W> lay(p.C, p.E);
   const int64_t i = blockIdx.x;
-  if (i < lay.w1_stages()) {
-    float* dst = p.workspace + i * kStageFloats;
-    for (int r = threadIdx.x; r < kStageFloats; r += blockDim.x) {
-      const int64_t e = i / lay.nkb * kEChunk + core_row(r, kG1StageK);
-      const int64_t c = i % lay.nkb * kG1StageK + core_k(r, kG1StageK);
-      dst[r] = tf32_round(e < p.E && c < p.C ? p.w1[e * p.C + c] : 0.0f);
+  const int nkb = static_cast<int>(lay.nkb);
+  if (i < lay.fills()) {
+    float* dst = p.workspace + i * W::kSlotFloats;
+    const int fill = static_cast<int>(i);
+    const Turns::Fill f = W::kG2T ? Turns{static_cast<int>(lay.nc), nkb, nkb / W::kSlotStages, W::kG2SlotSteps}.fill_of(fill)
+                                  : Turns::Fill{false, fill * W::kSlotStages / nkb, 0, fill * W::kSlotStages % nkb};
+    for (int r = threadIdx.x; r < W::kSlotFloats; r += blockDim.x) {
+      float v = 0.0f;
+      if (!f.w2 && r < W::kSlotStages * kStageFloats) {
+        const int rs = r % kStageFloats;
+        const int64_t e = static_cast<int64_t>(f.chunk) * kEChunk + core_row(rs, kG1StageK);
+        const int64_t c = static_cast<int64_t>(f.first + r / kStageFloats) * kG1StageK + core_k(rs, kG1StageK);
+        if (e < p.E && c < p.C) v = p.w1[e * p.C + c];
+      } else if (f.w2 && r < W::kG2SlotSteps * W::kG2StageFloats) {
+        constexpr int kKCoreFloats = W::kG2Rows * kCoreK;  // a K-core: kG2Rows rows of 4
+        const int o = r % W::kG2StageFloats, n = o % kKCoreFloats / kCoreK, k = o / kKCoreFloats * kCoreK + o % kCoreK;
+        const int64_t c = static_cast<int64_t>(f.half) * W::kG2Rows + n;
+        const int64_t e = static_cast<int64_t>(f.chunk) * kEChunk + (f.first + r / W::kG2StageFloats) * kMmaK + k;
+        if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
+      }
+      dst[r] = tf32_round(v);
     }
   } else {
-    const int64_t i2 = i - lay.w1_stages();  // (chunk, half, step)
+    const int64_t i2 = i - lay.fills();  // (chunk, half, step)
     float* dst = p.workspace + lay.w2() + i2 * W::kG2StageFloats;
     const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
     const int step = static_cast<int>(i2 % kG2StagesPerChunk);
@@ -1525,6 +1617,21 @@ __device__ __forceinline__ void load_x_pair(float& a0, float& a1, const float* p
       : "+f"(a0), "+f"(a1)
       : "l"(p), "r"(static_cast<int>(pair)), "r"(static_cast<int>(ok0)), "r"(static_cast<int>(ok1)));
 }
+// a = x at p where ok, else unchanged (predicated, as load_x_pair).
+__device__ __forceinline__ void load_x_one(float& a, const float* p, bool ok) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p ld.global.nc.f32 %0, [%1];\n}\n"
+               : "+f"(a)
+               : "l"(p), "r"(static_cast<int>(ok)));
+}
+// GEMM2 transposed (kG2T): the fragments hold y^T, lane (g, q) of warp wq
+// positions 16 wq + g and + 8, channels 8 nt + 2q and + 1 of the
+// warpgroup's half: for a fixed register, the 8 lanes of each q run along
+// positions (32 bytes of a row of x or y a channel), so every access is 4
+// bytes and needs no alignment.
+// Element i of the fragment: its position (row of y^T) and channel (column).
+__device__ __forceinline__ int g2t_position(int i, int wq, int g) { return wq * kMmaM + g + (i % 4 / 2) * 8; }
+__device__ __forceinline__ int g2t_channel(int i, int q) { return i / 4 * kMmaN + 2 * q + i % 2; }
+
 template <class W>
 __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
                                          int64_t b, int64_t t0, int half, int wq) {
@@ -1535,6 +1642,16 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
   for (int m = 0; m < kG2Blocks; ++m)
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
+  if constexpr (W::kG2T) {
+#pragma unroll
+    for (int i = 0; i < kG2Acc; ++i) {
+      const int c = half * kG2Rows + g2t_channel(i, q);
+      const int64_t t = t0 + g2t_position(i, wq, g);
+      const bool ok = c < C && t < L;
+      load_x_one(acc[0][i], p.x + (b * C + (ok ? c : 0)) * L + (ok ? t : 0), ok);
+    }
+    return;
+  }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row
 #pragma unroll
   for (int m = 0; m < kG2Blocks; ++m) {
@@ -1565,6 +1682,15 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
   constexpr int kG2Blocks = W::kG2Blocks, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
+  if constexpr (W::kG2T) {
+#pragma unroll
+    for (int i = 0; i < W::kG2Acc; ++i) {
+      const int c = half * kG2Rows + g2t_channel(i, q);
+      const int64_t t = t0 + g2t_position(i, wq, g);
+      if (c < C && t < L) __stcs(p.y + (b * C + c) * L + t, acc[0][i] + __ldg(p.b2 + c));
+    }
+    return;
+  }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
   const int next_lane = g * kQuad + (q + 1) % kQuad;
 #pragma unroll
@@ -1657,14 +1783,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   };
 
   const Layout lay(p.C, p.E);
-  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb)};
-  // lay.w1_stages() / kSlotStages, in 32 bits: the ring's slot fills of a
-  // tile (at least one)
-  const int total_fills = turns.nc * turns.nkb / W::kSlotStages;
+  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb), static_cast<int>(lay.nkb) / W::kSlotStages,
+                    W::kG2T ? W::kG2SlotSteps : 0};
+  // lay.fills() in 32 bits: the ring's slot fills of a tile (at least one)
+  const int total_fills = turns.fill0(turns.count());
   const float* ws = p.workspace;
   auto slot_smem = [&](int slot) { return ring + slot * W::kSlotBytes; };
-  // fill i of a tile: its W1 stages kSlotStages i onwards
-  auto fill_src = [&](int i) { return ws + static_cast<int64_t>(i) * W::kSlotStages * kStageFloats; };
+  // fill i of a tile (WgLayout)
+  auto fill_src = [&](int i) { return ws + static_cast<int64_t>(i) * W::kSlotFloats; };
   auto refill = [&](int i, int slot) { bulk_load(slot_smem(slot), fill_src(i), W::kSlotBytes, bar(slot)); };  // one thread
   // Fill `next` counted from the first of the CTA's tile `tile` (past that
   // tile's total_fills, its later tiles' fills: the same stages again): the
@@ -1728,13 +1854,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // ---- turn j on the tensor cores ------------------------------------------
       // In slots: g2 of kPairStages W2 stages for GEMM2 (a chunk's fill whole
       // slots, so no slot mixes chunks), then n1 ring slots of kSlotStages W1
-      // stages for GEMM1. GEMM2's A comes
-      // from registers, loaded from L2 kA2Sets slots ahead (acc1 is dead
-      // until GEMM1, so its registers are free); GEMM1's A comes through the
-      // ring, whose fill0-th fill of the tile is this turn's first.
+      // stages for GEMM1. GEMM2's A comes from registers, loaded from L2
+      // kA2Sets slots ahead (acc1 is dead until GEMM1, so its registers are
+      // free), or with kG2T its B through the ring; GEMM1's A comes through
+      // the ring. The turn's ring fills are the tile's fill0.., its GEMM1's
+      // from fill0 + g1_at on.
       const bool has_g1 = j < turns.nc;
-      const int g2 = turns.g2_stages(j) / kPairStages, n1 = turns.nkb / W::kSlotStages;
-      const int first = turns.first_g2(j), fill0 = (j < turns.nc ? j : turns.nc) * turns.nkb / W::kSlotStages;
+      const int g2 = turns.g2_stages(j) / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
+      const int first = turns.first_g2(j), fill0 = turns.fill0(j);
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
       const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
@@ -1753,7 +1880,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
 #pragma unroll
       for (int u = 0; u < kA2Sets; ++u)
-        if (u < g2) load_a2(u);
+        if (!W::kG2T && u < g2) load_a2(u);
       named_sync<kTokenBarrier>(wgi, kThreads);
 
       // Ring slot fill u's wgmmas are done: the slot takes fill u + kRingSlots
@@ -1796,7 +1923,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
           for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[set][h][m]);
         if (u + kA2Sets < g2) load_a2(u + kA2Sets);
-        if (frees_other && u == kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+        if (frees_other && u == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
       // The same for the last GEMM2 slot, g2 - 1 (set kLastA2Set either way).
       auto retire_last_g2 = [&] { retire_g2(g2 - 1, kLastA2Set); };
@@ -1809,6 +1936,33 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         wgmma_fence();
         return ring + slot * W::kSlotBytes;
       };
+      // k-step s of chunk `chunk`: channels 8s..8s+7 of the chunk, h3^T in rows
+      // of warp s / 2 of its owner, K-cores 2 (s % 2) and the next.
+      auto h3t_desc = [&](int chunk, int s) {
+        const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
+                           (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
+        return smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+      };
+      if constexpr (W::kG2T) {
+        // GEMM2 transposed, one k-step a stage: acc^T += h3^T[positions, 8 e] W2^T[8 e, this half of C]
+#pragma unroll 1
+        for (int u = 0; u < g2; ++u) {
+          const uint32_t slot = begin_fill(u);
+#pragma unroll
+          for (int h = 0; h < W::kG2SlotSteps; ++h) {
+            const int t = u * W::kG2SlotSteps + h;
+            wgmma_ss(acc[0], h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk),
+                     smem_desc(slot + h * W::kG2StageBytes, W::kG2Rows * kCoreK * sizeof(float), kCoreBytes));
+          }
+          wgmma_commit();
+          if (u > 0) {
+            const Refill r = arm(u - 1);
+            wgmma_wait<1>();
+            release(r);
+            if (frees_other && u - 1 == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+          }
+        }
+      } else {
 #pragma unroll
       for (int u = 0; u < kMaxG2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
         if (u < g2) {
@@ -1816,12 +1970,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #pragma unroll
           for (int h = 0; h < kPairStages; ++h) {
             const int t = u * kPairStages + h;
-            const int chunk = first + t / kG2StagesPerChunk, s = t % kG2StagesPerChunk;
-            // k-step s is channels 8s..8s+7 of the chunk: rows of warp s / 2 of its
-            // owner, K-cores 2 (s % 2) and the next.
-            const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
-                               (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
-            const uint64_t b_desc = smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+            const uint64_t b_desc = h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk);
 #pragma unroll
             for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2[u % kA2Sets][h][m], b_desc);
           }
@@ -1831,6 +1980,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
             retire_g2(u - 1, (u - 1) % kA2Sets);
           }
         }
+      }
       }
       // The turn's end: its wgmmas done, the token passed on.
       auto end_turn = [&] {
@@ -1843,7 +1993,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       if (!has_g1) {  // turns nc.. : GEMM2 only, and no depthwise after them
         end_turn();
-        if (g2 > 0) retire_last_g2();
+        if (g2 > 0) {
+          if constexpr (W::kG2T)
+            release(arm(g2 - 1));
+          else
+            retire_last_g2();
+        }
         pass_token();
         // ---- the next tile's x^T, while the other warpgroup runs the depthwise
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
@@ -1870,7 +2025,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         return G1Desc{smem_desc(slot, kCoreBytes, kG1StageK / kCoreK * kCoreBytes),
                       x_desc0 + desc_units(kb0 * (kG1StageK / kCoreK) * W::kXtKCoreBytes)};
       };
-      // Ring slot u - 1 is done.
+      // The turn's ring fill u - 1 is done (with kG2T, at GEMM1's first fill
+      // that is GEMM2's last).
       auto end_g1 = [&](int u) {
         wgmma_commit();
         if (u > 0) {
@@ -1881,26 +2037,26 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       // GEMM2's last A registers are free before acc1 is written: with both
       // live, ptxas serialises the wgmmas.
-      if (g2 > 0) {
+      if (!W::kG2T && g2 > 0) {
         wgmma_wait<0>();
         retire_last_g2();
       }
       {
-        const G1Desc d0 = g1_base(begin_fill(0), 0);
+        const G1Desc d0 = g1_base(begin_fill(g1_at), 0);
         wgmma_ss_overwrite(acc1, d0.a, d0.b);
 #pragma unroll
         for (int q1 = 1; q1 < W::kSlotSteps; ++q1) wgmma_ss(acc1, d0.a + g1_step<W>(q1).a, d0.b + g1_step<W>(q1).b);
-        end_g1(0);
+        end_g1(g1_at);
         for (int u = 1; u < n1; ++u) {
-          const G1Desc d = g1_base(begin_fill(u), u * W::kSlotStages);
+          const G1Desc d = g1_base(begin_fill(g1_at + u), u * W::kSlotStages);
 #pragma unroll
           for (int q1 = 0; q1 < W::kSlotSteps; ++q1) wgmma_ss(acc1, d.a + g1_step<W>(q1).a, d.b + g1_step<W>(q1).b);
-          end_g1(u);
+          end_g1(g1_at + u);
         }
       }
       end_turn();
       fence_operands(acc1);
-      release(arm(n1 - 1));
+      release(arm(g1_at + n1 - 1));
       pass_token();
 
       // ---- depthwise of chunk j on the CUDA cores, while the other turn runs ----
@@ -2192,13 +2348,13 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma) {  // one CTA per weight stage
+  if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage
     const bool packed = with_wg_tile(p.C, [&](auto tile) {
       using W = decltype(tile);
       const wg::WgLayout<W> lay(p.C, p.E);
-      const int64_t stages = lay.w1_stages() + lay.w2_stages();
-      if (stages > INT32_MAX) return false;
-      wg::pack_weights_kernel<W><<<static_cast<unsigned>(stages), kPackThreads, 0, stream>>>(p);
+      const int64_t blocks = lay.pack_blocks();
+      if (blocks > INT32_MAX) return false;
+      wg::pack_weights_kernel<W><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
       return true;
     });
     if (!packed) return cudaErrorInvalidValue;
