@@ -1628,9 +1628,29 @@ __device__ __forceinline__ void load_x_one(float& a, const float* p, bool ok) {
 // warpgroup's half: for a fixed register, the 8 lanes of each q run along
 // positions (32 bytes of a row of x or y a channel), so every access is 4
 // bytes and needs no alignment.
-// Element i of the fragment: its position (row of y^T) and channel (column).
-__device__ __forceinline__ int g2t_position(int i, int wq, int g) { return wq * kMmaM + g + (i % 4 / 2) * 8; }
-__device__ __forceinline__ int g2t_channel(int i, int q) { return i / 4 * kMmaN + 2 * q + i % 2; }
+// G2TLane: a lane's elements as offsets into x or y. Element i is channel
+// c0 + channel(i) (its column of y^T), position t0 + pos + position(i) (its
+// row); the offsets step from one base by multiples of L: worked out as
+// (b C + c) L + t per element they cost ~15 dependent instructions each
+// (SASS) on the tile boundary's critical path (kernels/NOTES.md, v19).
+struct G2TLane {
+  int c0, C;
+  int64_t base, L;  // offset of element 0; row stride
+  bool t_ok[2];     // positions pos and pos + 8 inside the row
+  __device__ __forceinline__ static int channel(int i) { return i / 4 * kMmaN + i % 2; }
+  __device__ __forceinline__ static int position(int i) { return i % 4 / 2 * 8; }
+  __device__ __forceinline__ G2TLane(int C_, int64_t L_, int64_t b, int64_t t0, int cbase, int wq, int g, int q)
+      : c0(cbase + 2 * q), C(C_), L(L_) {
+    const int pos = wq * kMmaM + g;
+    base = (b * C + c0) * L + t0 + pos;
+    t_ok[0] = t0 + pos < L;
+    t_ok[1] = t0 + pos + 8 < L;
+  }
+  __device__ __forceinline__ bool ok(int i) const { return c0 + channel(i) < C && t_ok[i % 4 / 2]; }
+  __device__ __forceinline__ int64_t offset(int i) const {
+    return base + static_cast<int64_t>(i / 4 * kMmaN) * L + (i % 2 == 1 ? L : 0) + position(i);
+  }
+};
 
 template <class W>
 __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
@@ -1643,12 +1663,11 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
   if constexpr (W::kG2T) {
+    const G2TLane e(C, L, b, t0, half * kG2Rows, wq, g, q);
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) {
-      const int c = half * kG2Rows + g2t_channel(i, q);
-      const int64_t t = t0 + g2t_position(i, wq, g);
-      const bool ok = c < C && t < L;
-      load_x_one(acc[0][i], p.x + (b * C + (ok ? c : 0)) * L + (ok ? t : 0), ok);
+      const bool ok = e.ok(i);
+      load_x_one(acc[0][i], p.x + (ok ? e.offset(i) : 0), ok);
     }
     return;
   }
@@ -1683,12 +1702,19 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
   if constexpr (W::kG2T) {
+    const G2TLane e(C, L, b, t0, half * kG2Rows, wq, g, q);
+    // b2 of the lane's channels first, all in flight together: loaded just
+    // before each store, they chained the stores (~13k cycles a tile, clock
+    // trace; kernels/NOTES.md, v19)
+    float bias[W::kG2Acc / 2];  // channel(2k) and channel(2k + 1) = channel(2k) + 1: bias[i / 4 * 2 + i % 2]
 #pragma unroll
-    for (int i = 0; i < W::kG2Acc; ++i) {
-      const int c = half * kG2Rows + g2t_channel(i, q);
-      const int64_t t = t0 + g2t_position(i, wq, g);
-      if (c < C && t < L) __stcs(p.y + (b * C + c) * L + t, acc[0][i] + __ldg(p.b2 + c));
+    for (int k = 0; k < W::kG2Acc / 2; ++k) {
+      const int c = e.c0 + k / 2 * kMmaN + k % 2;
+      bias[k] = c < C ? __ldg(p.b2 + c) : 0.0f;
     }
+#pragma unroll
+    for (int i = 0; i < W::kG2Acc; ++i)
+      if (e.ok(i)) __stcs(p.y + e.offset(i), acc[0][i] + bias[i / 4 * 2 + i % 2]);
     return;
   }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
