@@ -913,7 +913,7 @@ constexpr int kRingSlots = 3;
 // registers, each slot's (a set: 8 kG2Blocks a thread) loaded from L2
 // kA2Sets slots ahead (three or four sets made ptxas spill and serialise the
 // wgmmas). At the wide tile GEMM2 runs transposed (WgTile::kG2T) and W2^T,
-// its B, comes through the ring, a slot's kPairStages k-steps to a fill.
+// its B, comes through the ring in slots of WgTile::kG2SlotSteps k-steps.
 constexpr int kPairStages = 2;
 static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
@@ -1143,6 +1143,12 @@ struct Turns {
     return Fill{false, nc, 0, 0};  // past the tile's fills: none
   }
 };
+// The turns of a tile of layout lay (32-bit counts).
+template <class W>
+__host__ __device__ Turns tile_turns(const WgLayout<W>& lay) {
+  const int nkb = static_cast<int>(lay.nkb);
+  return Turns{static_cast<int>(lay.nc), nkb, nkb / W::kSlotStages, W::kG2T ? W::kG2SlotSteps : 0};
+}
 
 // ---- mbarriers, bulk copies, named barriers --------------------------------
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -1377,12 +1383,9 @@ template <class W>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   const WgLayout<W> lay(p.C, p.E);
   const int64_t i = blockIdx.x;
-  const int nkb = static_cast<int>(lay.nkb);
   if (i < lay.fills()) {
     float* dst = p.workspace + i * W::kSlotFloats;
-    const int fill = static_cast<int>(i);
-    const Turns::Fill f = W::kG2T ? Turns{static_cast<int>(lay.nc), nkb, nkb / W::kSlotStages, W::kG2SlotSteps}.fill_of(fill)
-                                  : Turns::Fill{false, fill * W::kSlotStages / nkb, 0, fill * W::kSlotStages % nkb};
+    const Turns::Fill f = tile_turns(lay).fill_of(static_cast<int>(i));
     for (int r = threadIdx.x; r < W::kSlotFloats; r += blockDim.x) {
       float v = 0.0f;
       if (!f.w2 && r < W::kSlotStages * kStageFloats) {
@@ -1637,7 +1640,10 @@ struct G2TLane {
   int c0, C;
   int64_t base, L;  // offset of element 0; row stride
   bool t_ok[2];     // positions pos and pos + 8 inside the row
-  __device__ __forceinline__ static int channel(int i) { return i / 4 * kMmaN + i % 2; }
+  // The lane's channels: 2 a n8 tile, element i's is number slot(i).
+  __device__ __forceinline__ static int slot(int i) { return i / 4 * 2 + i % 2; }
+  __device__ __forceinline__ static int slot_channel(int k) { return k / 2 * kMmaN + k % 2; }
+  __device__ __forceinline__ static int channel(int i) { return slot_channel(slot(i)); }
   __device__ __forceinline__ static int position(int i) { return i % 4 / 2 * 8; }
   __device__ __forceinline__ G2TLane(int C_, int64_t L_, int64_t b, int64_t t0, int cbase, int wq, int g, int q)
       : c0(cbase + 2 * q), C(C_), L(L_) {
@@ -1706,15 +1712,15 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
     // b2 of the lane's channels first, all in flight together: loaded just
     // before each store, they chained the stores (~13k cycles a tile, clock
     // trace; kernels/NOTES.md, v19)
-    float bias[W::kG2Acc / 2];  // channel(2k) and channel(2k + 1) = channel(2k) + 1: bias[i / 4 * 2 + i % 2]
+    float bias[W::kG2Acc / 2];  // by slot
 #pragma unroll
     for (int k = 0; k < W::kG2Acc / 2; ++k) {
-      const int c = e.c0 + k / 2 * kMmaN + k % 2;
+      const int c = e.c0 + G2TLane::slot_channel(k);
       bias[k] = c < C ? __ldg(p.b2 + c) : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < W::kG2Acc; ++i)
-      if (e.ok(i)) __stcs(p.y + e.offset(i), acc[0][i] + bias[i / 4 * 2 + i % 2]);
+      if (e.ok(i)) __stcs(p.y + e.offset(i), acc[0][i] + bias[G2TLane::slot(i)]);
     return;
   }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
@@ -1809,8 +1815,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   };
 
   const Layout lay(p.C, p.E);
-  const Turns turns{static_cast<int>(lay.nc), static_cast<int>(lay.nkb), static_cast<int>(lay.nkb) / W::kSlotStages,
-                    W::kG2T ? W::kG2SlotSteps : 0};
+  const Turns turns = tile_turns(lay);
   // lay.fills() in 32 bits: the ring's slot fills of a tile (at least one)
   const int total_fills = turns.fill0(turns.count());
   const float* ws = p.workspace;
@@ -1878,7 +1883,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     for (int j = 0; j < turns.count(); ++j) {
       if ((j + first_owner) % kWarpgroups != wgi) continue;
       // ---- turn j on the tensor cores ------------------------------------------
-      // In slots: g2 of kPairStages W2 stages for GEMM2 (a chunk's fill whole
+      // In slots: g2 of kG2SlotSteps W2 stages for GEMM2 (a chunk's fill whole
       // slots, so no slot mixes chunks), then n1 ring slots of kSlotStages W1
       // stages for GEMM1. GEMM2's A comes from registers, loaded from L2
       // kA2Sets slots ahead (acc1 is dead until GEMM1, so its registers are
