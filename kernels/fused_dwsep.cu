@@ -91,7 +91,7 @@ __device__ __forceinline__ float tf32_operand(float v) {
 // that goes the other way shows in y, 0.25 ulp mean (erff-based
 // 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 19 ulp (erff-based: 4000,
 // from 1 + erf cancelling); near 0 at most 10 ulp (erff-based: 2). One
-// MUFU.EX2 and ~21 other instructions against ~30 for erff.
+// MUFU.EX2 and ~18 other instructions against ~30 for erff.
 // No branch and no predicate: the depthwise that calls it is latency-bound
 // (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
 // ptxas evaluated the GELUs one after another; without it, it interleaves
@@ -101,23 +101,22 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
   const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  // Q(z) - 1 as two Horner chains, z^5..z^10 and z^0..z^4, joined by z^5:
-  // the shorter dependency chain wins over the fewer instructions of one
-  // chain (wgmma kernel at the headline: 0.678 against 0.693 ms; three
-  // chains (Estrin) 0.685).
-  float hi = -5.197978462e-04f;
-  hi = fmaf(hi, z, 7.311269874e-04f);
-  hi = fmaf(hi, z, 1.033737441e-03f);
-  hi = fmaf(hi, z, -4.432593007e-03f);
-  hi = fmaf(hi, z, 1.231901068e-02f);
-  hi = fmaf(hi, z, -3.354132921e-02f);
-  float lo = 8.246926218e-02f;
-  lo = fmaf(lo, z, -1.900817901e-01f);
-  lo = fmaf(lo, z, 4.400127530e-01f);
-  lo = fmaf(lo, z, -1.206554651e+00f);
-  lo = fmaf(lo, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
-  const float z2 = z * z, z5 = z2 * z2 * z;
-  const float q = fmaf(hi, z5, lo);
+  // Q(z) - 1 by one Horner chain: 10 FMAs. Two chains joined by z^5 (13
+  // instructions, half the dependency chain) won while the depthwise was
+  // latency-bound (v10: 0.678 against 0.693 ms at the headline); after v19
+  // the GELU's instruction count is what costs, and one chain is as
+  // accurate (results/gelu_fit.py; kernels/NOTES.md, v20).
+  float q = -5.197978462e-04f;
+  q = fmaf(q, z, 7.311269874e-04f);
+  q = fmaf(q, z, 1.033737441e-03f);
+  q = fmaf(q, z, -4.432593007e-03f);
+  q = fmaf(q, z, 1.231901068e-02f);
+  q = fmaf(q, z, -3.354132921e-02f);
+  q = fmaf(q, z, 8.246926218e-02f);
+  q = fmaf(q, z, -1.900817901e-01f);
+  q = fmaf(q, z, 4.400127530e-01f);
+  q = fmaf(q, z, -1.206554651e+00f);
+  q = fmaf(q, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
   float half_erfc;

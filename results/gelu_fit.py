@@ -7,8 +7,7 @@ gelu_exact) and measures it against float64, next to the erff-based form.
     squares (converges to the minimax fit) on Chebyshev nodes.
 
 Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
-The float32 evaluation follows the kernel's (Q as two Horner chains joined by
-z^5), models fmaf as one rounding of the exact a*b + c, and
+The float32 evaluation follows the kernel's (Q by one Horner chain), models fmaf as one rounding of the exact a*b + c, and
 the hardware's ex2 as exact to 2 ulp (both signs tried).
 """
 import numpy as np
@@ -36,15 +35,10 @@ def fma(a, b, c):
 def gelu_kernel(v, ex2_ulps):
     v = f32(v)
     zz = fma(np.minimum(np.abs(v), f32(U_MAX / np.sqrt(0.5))), f32(0.5 * np.sqrt(0.5)), f32(-1))
-    hi = coef[0]  # two Horner chains, as the kernel evaluates Q
-    for c in coef[1:6]:
-        hi = fma(hi, zz, c)
-    lo = coef[6]
-    for c in coef[7:-1]:
-        lo = fma(lo, zz, c)
-    lo = fma(lo, zz, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
-    z2 = zz * zz
-    q = fma(hi, z2 * z2 * zz, lo)
+    q = coef[0]  # one Horner chain, as the kernel evaluates Q
+    for c in coef[1:-1]:
+        q = fma(q, zz, c)
+    q = fma(q, zz, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
     half_erfc = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
     return fma(-np.abs(v), half_erfc, np.maximum(v, f32(0)))  # max(v, 0) - (|v|/2) erfc(u)
 
