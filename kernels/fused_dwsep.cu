@@ -84,14 +84,16 @@ __device__ __forceinline__ float tf32_operand(float v) {
 // (v - (v/2) erfc(u) for v >= 0, (v/2) erfc(u) for v < 0, in one form), with
 //   erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),  Q(u) ~ log2(erfcx(u)) on [0, 4]
 // (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
-// Q is a degree-10 polynomial in z = u/2 - 1 (in [-1, 1]), fit by
-// Lawson-weighted least squares (results/gelu_fit.py, which also measures
-// it); its constant term carries the -1. Against float64: <= 2.4e-7 absolute
-// everywhere; for v >= 2, where h3 is large and one TF32 rounding decision
-// that goes the other way shows in y, 0.25 ulp mean (erff-based
-// 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 19 ulp (erff-based: 4000,
-// from 1 + erf cancelling); near 0 at most 10 ulp (erff-based: 2). One
-// MUFU.EX2 and ~18 other instructions against ~30 for erff.
+// Q is a degree-10 polynomial in a = |v| (u = a / sqrt(2)), evaluated by one
+// Horner chain, fit by Lawson-weighted least squares (results/gelu_fit.py,
+// which also measures it); its constant term carries the -1. Against
+// float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3 is large and
+// one TF32 rounding decision that goes the other way shows in y, 0.25 ulp
+// mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 21 ulp
+// (erff-based: 4000, from 1 + erf cancelling); near 0 at most 9 ulp
+// (erff-based: 2). One MUFU.EX2 and ~17 other instructions against ~30 for
+// erff; each instruction fewer was worth ~0.5% of the headline after v19
+// (kernels/NOTES.md, v20, v21).
 // No branch and no predicate: the depthwise that calls it is latency-bound
 // (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
 // ptxas evaluated the GELUs one after another; without it, it interleaves
@@ -100,23 +102,21 @@ constexpr float kGeluUMax = 4.0f;
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
-  const float z = fmaf(fminf(fabsf(v), kGeluUMax / kInvSqrt2), 0.5f * kInvSqrt2, -1.0f);
-  // Q(z) - 1 by one Horner chain: 10 FMAs. Two chains joined by z^5 (13
-  // instructions, half the dependency chain) won while the depthwise was
-  // latency-bound (v10: 0.678 against 0.693 ms at the headline); after v19
-  // the GELU's instruction count is what costs, and one chain is as
-  // accurate (results/gelu_fit.py; kernels/NOTES.md, v20).
-  float q = -5.197978462e-04f;
-  q = fmaf(q, z, 7.311269874e-04f);
-  q = fmaf(q, z, 1.033737441e-03f);
-  q = fmaf(q, z, -4.432593007e-03f);
-  q = fmaf(q, z, 1.231901068e-02f);
-  q = fmaf(q, z, -3.354132921e-02f);
-  q = fmaf(q, z, 8.246926218e-02f);
-  q = fmaf(q, z, -1.900817901e-01f);
-  q = fmaf(q, z, 4.400127530e-01f);
-  q = fmaf(q, z, -1.206554651e+00f);
-  q = fmaf(q, z, -1.969193935e+00f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
+  // Q(a) - 1, a = min(|v|, 4 sqrt(2)), by one Horner chain: 10 FMAs (v10's
+  // two chains joined by z^5, in z = u/2 - 1, took 14 and won while the
+  // depthwise was latency-bound)
+  const float a = fminf(fabsf(v), kGeluUMax / kInvSqrt2);
+  float q = -1.586297138e-08f;
+  q = fmaf(q, a, 5.117810815e-07f);
+  q = fmaf(q, a, -7.064772490e-06f);
+  q = fmaf(q, a, 5.247631270e-05f);
+  q = fmaf(q, a, -1.919538918e-04f);
+  q = fmaf(q, a, -1.951067679e-04f);
+  q = fmaf(q, a, 7.205998525e-03f);
+  q = fmaf(q, a, -5.263490602e-02f);
+  q = fmaf(q, a, 2.621987164e-01f);
+  q = fmaf(q, a, -1.151114345e+00f);
+  q = fmaf(q, a, 2.319477801e-07f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
   // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
   // instructions to keep them; here they are below 1e-38 of |v|).
   float half_erfc;

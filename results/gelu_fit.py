@@ -3,24 +3,27 @@ gelu_exact) and measures it against float64, next to the erff-based form.
 
     gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2),
     erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),   Q(u) ~ log2(erfcx(u)) on [0, 4],
-    Q a degree-10 polynomial in z = u/2 - 1, fit by Lawson-weighted least
-    squares (converges to the minimax fit) on Chebyshev nodes.
+    Q a degree-10 polynomial in a = |v| (on [0, 4 sqrt(2)]), fit by
+    Lawson-weighted least squares (converges to the minimax fit) on
+    Chebyshev nodes.
 
 Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
-The float32 evaluation follows the kernel's (Q by one Horner chain), models fmaf as one rounding of the exact a*b + c, and
-the hardware's ex2 as exact to 2 ulp (both signs tried).
+The float32 evaluation follows the kernel's (Q by one Horner chain in a),
+models fmaf as one rounding of the exact a*b + c, and the hardware's ex2 as
+exact to 2 ulp (both signs tried).
 """
 import numpy as np
 from scipy.special import erf, erfcx
 
 DEGREE, U_MAX = 10, 4.0
+A_MAX = U_MAX * np.sqrt(2)  # the clamp on |v|
 
-z = np.cos(np.pi * (np.arange(6000) + 0.5) / 6000)
-f = np.log2(erfcx((z + 1) * U_MAX / 2))
-w = np.ones_like(z)
+a = (np.cos(np.pi * (np.arange(6000) + 0.5) / 6000) + 1) * A_MAX / 2  # Chebyshev nodes on [0, A_MAX]
+f = np.log2(erfcx(a / np.sqrt(2)))
+w = np.ones_like(a)
 for _ in range(80):
-    coef = np.polyfit(z, f, DEGREE, w=np.sqrt(w))
-    w *= np.abs(np.polyval(coef, z) - f) + 1e-30
+    coef = np.polyfit(a, f, DEGREE, w=np.sqrt(w))
+    w *= np.abs(np.polyval(coef, a) - f) + 1e-30
     w /= w.sum()
 coef = coef.astype(np.float32)
 print("Q (highest power first):", ", ".join(f"{c:.9e}f" for c in coef))
@@ -34,11 +37,11 @@ def fma(a, b, c):
 
 def gelu_kernel(v, ex2_ulps):
     v = f32(v)
-    zz = fma(np.minimum(np.abs(v), f32(U_MAX / np.sqrt(0.5))), f32(0.5 * np.sqrt(0.5)), f32(-1))
+    aa = np.minimum(np.abs(v), f32(A_MAX))
     q = coef[0]  # one Horner chain, as the kernel evaluates Q
     for c in coef[1:-1]:
-        q = fma(q, zz, c)
-    q = fma(q, zz, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
+        q = fma(q, aa, c)
+    q = fma(q, aa, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
     half_erfc = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
     return fma(-np.abs(v), half_erfc, np.maximum(v, f32(0)))  # max(v, 0) - (|v|/2) erfc(u)
 
