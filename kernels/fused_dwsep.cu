@@ -102,9 +102,7 @@ constexpr float kGeluUMax = 4.0f;
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
 __device__ __forceinline__ float gelu_exact(float v) {
-  // Q(a) - 1, a = min(|v|, 4 sqrt(2)), by one Horner chain: 10 FMAs (v10's
-  // two chains joined by z^5, in z = u/2 - 1, took 14 and won while the
-  // depthwise was latency-bound)
+  // Q(a) - 1, a = min(|v|, 4 sqrt(2)) (u = 4 at the clamp), one Horner chain
   const float a = fminf(fabsf(v), kGeluUMax / kInvSqrt2);
   float q = -1.586297138e-08f;
   q = fmaf(q, a, 5.117810815e-07f);
