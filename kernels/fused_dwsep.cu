@@ -79,50 +79,50 @@ __device__ __forceinline__ float tf32_operand(float v) {
   return __uint_as_float(fabsf(v) < INFINITY ? b + kHalfTf32Ulp : b);
 }
 
-// Exact GELU, v * Phi(v), through erfc so that neither tail cancels:
-//   gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2)
-// (v - (v/2) erfc(u) for v >= 0, (v/2) erfc(u) for v < 0, in one form), with
-//   erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),  Q(u) ~ log2(erfcx(u)) on [0, 4]
-// (for u > 4, erfc(u) < 2e-8: Q(4) makes the result off by < 1e-7 absolute).
-// Q is a degree-10 polynomial in a = |v| (u = a / sqrt(2)), evaluated by one
-// Horner chain, fit by Lawson-weighted least squares (results/gelu_fit.py,
-// which also measures it); its constant term carries the -1. Against
-// float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3 is large and
-// one TF32 rounding decision that goes the other way shows in y, 0.25 ulp
-// mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most 21 ulp
-// (erff-based: 4000, from 1 + erf cancelling); near 0 at most 9 ulp
-// (erff-based: 2). One MUFU.EX2 and ~17 other instructions against ~30 for
+// Exact GELU, v * Phi(v), from w = v / 2 (the depthwise records hold half
+// the taps and bias, so the depthwise sum comes out halved at no cost; see
+// pack_taps). Through erfc, so that neither tail cancels:
+//   gelu(v) = max(v, 0) - (|v| / 2) erfc(u) = (w + |w|) - |w| erfc(u),
+//   u = |v| / sqrt(2) = sqrt(2) |w|,
+// with erfc(u) = 2^P(a), a = |w|, P(a) ~ log2(erfc(u)) = -u^2 log2(e) +
+// log2(erfcx(u)): a degree-10 polynomial in a on [0, 2 sqrt(2)] (u <= 4),
+// evaluated by one Horner chain, fit by Lawson-weighted least squares
+// (results/gelu_fit.py, which also measures it). The Gaussian's -u^2 log2(e)
+// is P's a^2 term, so it costs no v^2 of its own. a is clamped at 2 sqrt(2):
+// beyond it erfc(u) < 1.6e-8, and the clamped a erfc(4) < 4.4e-8 is the
+// result's absolute error there (for v > 0 below half an ulp of v).
+// Against float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3 is
+// large and one TF32 rounding decision that goes the other way shows in y,
+// 0.25 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most
+// 22 ulp (erff-based: 4000, from 1 + erf cancelling); near 0 at most 8 ulp
+// (erff-based: 2). One MUFU.EX2 and 13 other instructions against ~30 for
 // erff; each instruction fewer was worth ~0.5% of the headline after v19
-// (kernels/NOTES.md, v20, v21).
+// (kernels/NOTES.md, v20-v22).
 // No branch and no predicate: the depthwise that calls it is latency-bound
 // (one warp per scheduler in the wgmma kernel), and with a select on v >= 0
 // ptxas evaluated the GELUs one after another; without it, it interleaves
 // them (kernels/NOTES.md, v10).
-constexpr float kGeluUMax = 4.0f;
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kHalfLog2e = 0.72134752044448170368f;  // log2(e) / 2: u^2 log2(e) = v^2 kHalfLog2e
-__device__ __forceinline__ float gelu_exact(float v) {
-  // Q(a) - 1, a = min(|v|, 4 sqrt(2)) (u = 4 at the clamp), one Horner chain
-  const float a = fminf(fabsf(v), kGeluUMax / kInvSqrt2);
-  float q = -1.586297138e-08f;
-  q = fmaf(q, a, 5.117810815e-07f);
-  q = fmaf(q, a, -7.064772490e-06f);
-  q = fmaf(q, a, 5.247631270e-05f);
-  q = fmaf(q, a, -1.919538918e-04f);
-  q = fmaf(q, a, -1.951067679e-04f);
-  q = fmaf(q, a, 7.205998525e-03f);
-  q = fmaf(q, a, -5.263490602e-02f);
-  q = fmaf(q, a, 2.621987164e-01f);
-  q = fmaf(q, a, -1.151114345e+00f);
-  q = fmaf(q, a, 2.319477801e-07f - 1.0f);  // Q's constant term, and the 1/2 of erfc / 2
-  // MUFU.EX2, flushing results below 2^-126 to 0 (exp2f adds three
-  // instructions to keep them; here they are below 1e-38 of |v|).
-  float half_erfc;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(half_erfc) : "f"(fmaf(v * v, -kHalfLog2e, q)));
-  // |v|, except FLT_MAX for v = +inf: gelu(+inf) = +inf and gelu(-inf) =
-  // inf * 0 = NaN, as PyTorch's; a NaN v propagates through half_erfc.
-  const float abs_v = fmaxf(-v, fminf(v, FLT_MAX));
-  return fmaf(-abs_v, half_erfc, fmaxf(v, 0.0f));
+constexpr float kGeluHalfMax = 2.82842712474619009760f;  // 2 sqrt(2): u = 4
+__device__ __forceinline__ float gelu_from_half(float w) {
+  const float a = fminf(fabsf(w), kGeluHalfMax);  // a NaN w gives kGeluHalfMax here
+  float p = -1.624368269e-05f;
+  p = fmaf(p, a, 2.620319137e-04f);
+  p = fmaf(p, a, -1.808581757e-03f);
+  p = fmaf(p, a, 6.716968026e-03f);
+  p = fmaf(p, a, -1.228504907e-02f);
+  p = fmaf(p, a, -6.243416574e-03f);
+  p = fmaf(p, a, 1.152959764e-01f);
+  p = fmaf(p, a, -4.210792482e-01f);
+  p = fmaf(p, a, -1.836595178e+00f);
+  p = fmaf(p, a, -2.302228689e+00f);
+  p = fmaf(p, a, 2.319477801e-07f);
+  // MUFU.EX2; P >= -27, far from ex2's flush to zero below 2^-126.
+  float erfc_u;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(erfc_u) : "f"(p));
+  // w + |w| is max(v, 0) exactly (w = v / 2 exactly: the halving is a power
+  // of two), except NaN for v = -inf: gelu(-inf) = -inf * 0 = NaN and
+  // gelu(+inf) = +inf, as PyTorch's; a NaN v propagates.
+  return fmaf(-a, erfc_u, w + fabsf(w));
 }
 
 // D += A * B for one m16n8k8 TF32 tile. Fragment ownership (g = lane / 4,
@@ -356,7 +356,11 @@ __device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64
 }
 
 // The depthwise records (PackedLayout::taps) for e64 expanded channels (E
-// rounded up to a chunk), grid-stride over the launch.
+// rounded up to a chunk), grid-stride over the launch. Taps and bias are
+// stored halved: the depthwise then sums h2 / 2, which is what
+// gelu_from_half takes (it saves the GELU a multiply; a power of two, so
+// the sum is exactly half of the unscaled one, barring subnormals).
+constexpr float kTapScale = 0.5f;
 __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t e64) {
   const int64_t tap_floats = e64 * kTapRecord;
   const int64_t first_tap = kMaxHalf - p.K / 2;  // slot of tap 0: centres the K taps
@@ -366,7 +370,7 @@ __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t 
     float v = 0.0f;
     if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = p.wd[e * p.K + k];
     if (e < p.E && slot == kTapBias) v = p.bd[e];
-    taps[i] = v;
+    taps[i] = kTapScale * v;
   }
 }
 
@@ -469,9 +473,10 @@ struct WarpTaps {
 };
 
 // Depthwise + bd + GELU for 4 consecutive outputs of one h1 row (the warp's
-// row local_row): h3[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK (taps
-// centred, zeros around them), from the row's h1 at the first output's
-// column onwards, as three 16-byte windows.
+// row local_row): h3[t] = gelu(h2[t]), h2[t] = bd + sum_m tap[m] * h1[t + m],
+// m < kMaxK (taps centred, zeros around them), from the row's h1 at the
+// first output's column onwards, as three 16-byte windows. The records hold
+// bd / 2 and tap / 2 (pack_taps), so the sums here are h2 / 2.
 constexpr int kDwWindows = kDwWindow / kVec;
 template <class Taps>
 __device__ __forceinline__ float4 depthwise4(const float4 (&windows)[kDwWindows], const Taps& taps,
@@ -498,7 +503,7 @@ __device__ __forceinline__ float4 depthwise4(const float4 (&windows)[kDwWindows]
     for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
 #pragma unroll
     for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
-    h3[j] = gelu_exact(acc_even + acc_odd);
+    h3[j] = gelu_from_half(acc_even + acc_odd);
   }
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
 }

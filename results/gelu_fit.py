@@ -1,14 +1,15 @@
 """Fits the polynomial of the forward kernels' GELU (kernels/fused_dwsep.cu,
-gelu_exact) and measures it against float64, next to the erff-based form.
+gelu_from_half) and measures it against float64, next to the erff-based form.
+The kernel gets w = v / 2 (the depthwise runs on halved taps and bias):
 
-    gelu(v) = max(v, 0) - (|v|/2) erfc(u),   u = |v| / sqrt(2),
-    erfc(u) / 2 = 2^(-u^2 log2(e) + Q(u) - 1),   Q(u) ~ log2(erfcx(u)) on [0, 4],
-    Q a degree-10 polynomial in a = |v| (on [0, 4 sqrt(2)]), fit by
-    Lawson-weighted least squares (converges to the minimax fit) on
+    gelu(v) = max(v, 0) - (|v|/2) erfc(u) = (w + |w|) - a erfc(u),
+    a = min(|w|, 2 sqrt(2)),  u = sqrt(2) a,  erfc(u) = 2^P(a),
+    P a degree-10 polynomial ~ log2(erfc(u)) on [0, 2 sqrt(2)] (u <= 4), fit
+    by Lawson-weighted least squares (converges to the minimax fit) on
     Chebyshev nodes.
 
 Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
-The float32 evaluation follows the kernel's (Q by one Horner chain in a),
+The float32 evaluation follows the kernel's (P by one Horner chain in a),
 models fmaf as one rounding of the exact a*b + c, and the hardware's ex2 as
 exact to 2 ulp (both signs tried).
 """
@@ -16,17 +17,18 @@ import numpy as np
 from scipy.special import erf, erfcx
 
 DEGREE, U_MAX = 10, 4.0
-A_MAX = U_MAX * np.sqrt(2)  # the clamp on |v|
+A_MAX = U_MAX / np.sqrt(2)  # the clamp on a = |w| = |v| / 2
 
 a = (np.cos(np.pi * (np.arange(6000) + 0.5) / 6000) + 1) * A_MAX / 2  # Chebyshev nodes on [0, A_MAX]
-f = np.log2(erfcx(a / np.sqrt(2)))
+u = np.sqrt(2) * a
+f = np.log2(erfcx(u)) - u * u * np.log2(np.e)  # log2(erfc(u)) without erfc's underflow
 w = np.ones_like(a)
 for _ in range(80):
     coef = np.polyfit(a, f, DEGREE, w=np.sqrt(w))
     w *= np.abs(np.polyval(coef, a) - f) + 1e-30
     w /= w.sum()
 coef = coef.astype(np.float32)
-print("Q (highest power first):", ", ".join(f"{c:.9e}f" for c in coef))
+print("P (highest power first):", ", ".join(f"{c:.9e}f" for c in coef))
 
 f32 = np.float32
 
@@ -36,14 +38,13 @@ def fma(a, b, c):
 
 
 def gelu_kernel(v, ex2_ulps):
-    v = f32(v)
-    aa = np.minimum(np.abs(v), f32(A_MAX))
-    q = coef[0]  # one Horner chain, as the kernel evaluates Q
-    for c in coef[1:-1]:
-        q = fma(q, aa, c)
-    q = fma(q, aa, f32(coef[-1] - f32(1)))  # the constant term carries erfc's 1/2
-    half_erfc = f32(np.exp2(np.float64(fma(v * v, f32(-np.log2(np.e) / 2), q))) * (1 + ex2_ulps * 2.0**-23))
-    return fma(-np.abs(v), half_erfc, np.maximum(v, f32(0)))  # max(v, 0) - (|v|/2) erfc(u)
+    hw = f32(v) * f32(0.5)  # w: the depthwise's halved sum (exact)
+    aa = np.minimum(np.abs(hw), f32(A_MAX))
+    p = coef[0]  # one Horner chain, as the kernel evaluates P
+    for c in coef[1:]:
+        p = fma(p, aa, c)
+    erfc_u = f32(np.exp2(np.float64(p)) * (1 + ex2_ulps * 2.0**-23))
+    return fma(-aa, erfc_u, hw + np.abs(hw))  # (w + |w|) - a erfc(u)
 
 
 def gelu_erff(v):
@@ -51,8 +52,8 @@ def gelu_erff(v):
     return f32(0.5) * v * (f32(1) + f32(erf(np.float64(v * f32(np.sqrt(0.5))))))
 
 
-edges = [-8, -4, -2, -1, 0, 1, 2, 4, 6, 20]
-print(f"{'v range':>12} | {'this max/mean ulp':>18} | {'erff max/mean ulp':>18} | this max abs")
+edges = [-8, -4 * np.sqrt(2), -4, -2, -1, 0, 1, 2, 4, 6, 20]
+print(f"{'v range':>14} | {'this max/mean ulp':>18} | {'erff max/mean ulp':>18} | this max abs")
 for lo, hi in zip(edges, edges[1:]):
     v = np.linspace(lo, hi, 200001, dtype=np.float64).astype(np.float32)
     exact = 0.5 * v.astype(np.float64) * (1 + erf(v.astype(np.float64) / np.sqrt(2)))
@@ -60,5 +61,5 @@ for lo, hi in zip(edges, edges[1:]):
     ulp[ulp == 0] = np.nan
     err = np.maximum(*(np.abs(gelu_kernel(v, s) - exact) for s in (-2, 2)))
     e32 = np.abs(gelu_erff(v) - exact)
-    print(f"[{lo:4},{hi:4}) | {np.nanmax(err / ulp):8.2f} {np.nanmean(err / ulp):8.3f} | "
+    print(f"[{lo:5.2f},{hi:5.2f}) | {np.nanmax(err / ulp):8.2f} {np.nanmean(err / ulp):8.3f} | "
           f"{np.nanmax(e32 / ulp):8.2f} {np.nanmean(e32 / ulp):8.3f} | {err.max():.2e}")
