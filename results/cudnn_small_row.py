@@ -1,0 +1,63 @@
+"""The suite's small row 4x128x256x1000 K=3 under allow_tf32: which rounding of
+its operands cuDNN's two 1x1 convolutions match, each measured alone against
+float64 emulations (activation / weight rounded to TF32 by round-to-nearest
+"rn", truncation "rz", or not at all), then the block under each emulation
+against cuDNN's output and the fused one. Same model and input as bench.py's
+row. Wrote h200_cudnn_small_row.txt:  python results/cudnn_small_row.py"""
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fused_dwsep import ModelNew
+from reference_model import Model
+
+torch.backends.cudnn.allow_tf32 = True
+B, C, E, L, K = 4, 128, 256, 1000, 3
+torch.manual_seed(0)
+ref = Model(C, E, K).cuda()
+torch.manual_seed(0)
+new = ModelNew(C, E, K).cuda()
+x = torch.randn(B, C, L, device="cuda")
+
+
+def rn(t):  # round to nearest, ties away (cvt.rna.tf32.f32)
+    b = t.float().contiguous().view(torch.int32)
+    return ((b + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def rz(t):  # truncation: what a TF32 tensor core does with raw fp32 bits
+    b = t.float().contiguous().view(torch.int32)
+    return (b & ~0x1FFF).view(torch.float32)
+
+
+def d(t):
+    return t.double()
+
+
+def same(t):
+    return t
+
+
+modes = {"rn / rn": (rn, rn), "rz / rz": (rz, rz), "rz / rn": (rz, rn), "rn / rz": (rn, rz), "exact": (same, same)}
+with torch.no_grad():
+    w1, b1 = ref.pointwise.weight, ref.pointwise.bias
+    w2, b2 = ref.project_back.weight, ref.project_back.bias
+    h1 = F.conv1d(x, w1, b1)
+    print("expand (x -> h1), cuDNN alone: max |cuDNN - emulation|, rounding of activation / weight")
+    for name, (fa, fw) in modes.items():
+        print(f"  {name:8s} {(d(h1) - F.conv1d(d(fa(x)), d(fw(w1)), d(b1))).abs().max().item():.3e}")
+    h3 = F.gelu(ref.depthwise(h1))
+    z = F.conv1d(h3, w2, b2)
+    print("project (h3 -> y - x), cuDNN alone: max |cuDNN - emulation|")
+    for name, (fa, fw) in modes.items():
+        print(f"  {name:8s} {(d(z) - F.conv1d(d(fa(h3)), d(fw(w2)), d(b2))).abs().max().item():.3e}")
+    y_ref, y_new = ref(x), new(x)
+    print(f"block: max |fused - cuDNN| = {(y_new - y_ref).abs().max().item():.3e}")
+    for name, (fa, fw) in modes.items():
+        h = F.gelu(ref.depthwise(F.conv1d(d(fa(x)), d(fw(w1)), d(b1)).float()))
+        y = (F.conv1d(d(fa(h)), d(fw(w2)), d(b2)) + d(x)).float()
+        print(f"  block emulated {name:8s}: vs cuDNN {(y - y_ref).abs().max().item():.3e}, "
+              f"vs fused {(y - y_new).abs().max().item():.3e}")
