@@ -575,6 +575,37 @@ def test_cuda_padding_edges(C, E, K, tf32):
         check_cuda(out, x, ref, tf32, f"{name} {half} positions C={C} K={K} tf32={tf32}", cols)
 
 
+# The wgmma kernel's two tiles (under TF32; the mma.sync kernels in exact
+# mode) and an input too short for it (the mma.sync kernel in both modes).
+NON_FINITE = [(4, 64, 128, 8192, 9), (2, 320, 128, 4099, 9), (2, 64, 128, 300, 9)]
+
+
+@requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
+@pytest.mark.parametrize("B,C,E,L,K", NON_FINITE)
+def test_cuda_non_finite_input_like_the_reference(B, C, E, L, K, tf32):
+    """NaN, +inf and -inf in x, one near each end of a row: the output is
+    NaN, +inf or -inf exactly where the reference's is (a non-finite value
+    spreads over K//2 positions either side through the depthwise, no
+    further, and is never turned finite), and matches it everywhere else."""
+    ref, new = make_pair(C, E, K, seed=12, device="cuda")
+    x = torch.randn(B, C, L, device="cuda")
+    x[0, 3, 1] = float("nan")
+    x[B - 1, C // 2, L // 2] = float("inf")
+    x[B - 1, C - 1, L - 2] = float("-inf")
+    with cudnn_tf32(tf32), torch.no_grad():
+        out, expected = new(x), ref(x)
+        path = kernel_path(C, E, K, B, L)
+    label = f"non-finite x B={B} C={C} E={E} L={L} tf32={tf32} ({path})"
+    for name, where in (("NaN", torch.isnan), ("+inf", torch.isposinf), ("-inf", torch.isneginf)):
+        got, want = where(out), where(expected)
+        assert torch.equal(got, want), f"{label}: {name} at {int(got.sum())} elements, the reference at {int(want.sum())}"
+    finite = torch.isfinite(expected)
+    assert finite.sum() > out.numel() // 2, f"{label}: the reference is mostly non-finite"
+    bound = TF32_NOISE if tf32 else ATOL  # against cuDNN's own TF32 choice, as check_cuda
+    assert_matches(out[finite], expected[finite], f"{label}, finite elements", bound, bound)
+
+
 @requires_cuda
 def test_cuda_non_contiguous_input():
     ref, new = make_pair(64, 128, 9, seed=2, device="cuda")
