@@ -90,7 +90,8 @@ __device__ __forceinline__ float tf32_operand(float v) {
 // (results/gelu_fit.py, which also measures it). The Gaussian's -u^2 log2(e)
 // is P's a^2 term, so it costs no v^2 of its own. a is clamped at 2 sqrt(2):
 // beyond it erfc(u) < 1.6e-8, and the clamped a erfc(4) < 4.4e-8 is the
-// result's absolute error there (for v > 0 below half an ulp of v).
+// result's absolute error there (for v > 0 below half an ulp of v; for
+// v < 0 as much as the erff-based form's, which cancels to 0 there).
 // Against float64: <= 2.4e-7 absolute everywhere; for v >= 2, where h3 is
 // large and one TF32 rounding decision that goes the other way shows in y,
 // 0.25 ulp mean (erff-based 0.5 v (1 + erf): 0.34); for -4 <= v < -1 at most
