@@ -326,7 +326,7 @@ static_assert(tiling_ok<C256>() && tiling_ok<C256T64>() && tiling_ok<C256T32>() 
 // With kSplit a second copy holds the low TF32 parts.
 //   taps: per expanded channel, kTapRecord floats: the K depthwise taps placed
 //   centred in kMaxK slots (zeros around them, so every K <= kMaxK runs the
-//   same unconditional 9-tap loop), then bd, then zeros.
+//   same unconditional 9-tap loop), then bd, then zeros; all halved (pack_taps).
 struct PackedLayout {
   int64_t C8, E64, CPad;
   int64_t w1_floats, w2_floats;  // one copy each

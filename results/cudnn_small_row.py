@@ -13,6 +13,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fused_dwsep import ModelNew
 from reference_model import Model
+from test_fused_dwsep import round_tf32 as rn  # round to nearest, ties away (cvt.rna.tf32.f32)
 
 torch.backends.cudnn.allow_tf32 = True
 B, C, E, L, K = 4, 128, 256, 1000, 3
@@ -21,11 +22,6 @@ ref = Model(C, E, K).cuda()
 torch.manual_seed(0)
 new = ModelNew(C, E, K).cuda()
 x = torch.randn(B, C, L, device="cuda")
-
-
-def rn(t):  # round to nearest, ties away (cvt.rna.tf32.f32)
-    b = t.float().contiguous().view(torch.int32)
-    return ((b + 0x1000) & ~0x1FFF).view(torch.float32)
 
 
 def rz(t):  # truncation: what a TF32 tensor core does with raw fp32 bits

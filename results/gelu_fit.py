@@ -22,11 +22,11 @@ A_MAX = U_MAX / np.sqrt(2)  # the clamp on a = |w| = |v| / 2
 a = (np.cos(np.pi * (np.arange(6000) + 0.5) / 6000) + 1) * A_MAX / 2  # Chebyshev nodes on [0, A_MAX]
 u = np.sqrt(2) * a
 f = np.log2(erfcx(u)) - u * u * np.log2(np.e)  # log2(erfc(u)) without erfc's underflow
-w = np.ones_like(a)
+lawson = np.ones_like(a)  # the fit's weights
 for _ in range(80):
-    coef = np.polyfit(a, f, DEGREE, w=np.sqrt(w))
-    w *= np.abs(np.polyval(coef, a) - f) + 1e-30
-    w /= w.sum()
+    coef = np.polyfit(a, f, DEGREE, w=np.sqrt(lawson))
+    lawson *= np.abs(np.polyval(coef, a) - f) + 1e-30
+    lawson /= lawson.sum()
 coef = coef.astype(np.float32)
 print("P (highest power first):", ", ".join(f"{c:.9e}f" for c in coef))
 
