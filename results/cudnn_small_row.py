@@ -45,11 +45,18 @@ with torch.no_grad():
     print("expand (x -> h1), cuDNN alone: max |cuDNN - emulation|, rounding of activation / weight")
     for name, (fa, fw) in modes.items():
         print(f"  {name:8s} {(d(h1) - F.conv1d(d(fa(x)), d(fw(w1)), d(b1))).abs().max().item():.3e}")
+    # Is cuDNN's output itself on the TF32 grid (its low 13 mantissa bits zero)?
+    low13 = lambda t: ((t.contiguous().view(torch.int32) & 0x1FFF) == 0).float().mean().item()
+    rnrn = F.conv1d(d(rn(x)), d(rn(w1)), d(b1))
+    print(f"  share of cuDNN's h1 with its low 13 bits zero: {low13(h1):.4f} (fused path's operands: x {low13(rn(x)):.4f})")
+    print(f"  rn / rn, then the sum rounded to TF32 (rn): {(d(h1) - d(rn(rnrn.float()))).abs().max().item():.3e}; "
+          f"truncated: {(d(h1) - d(rz(rnrn.float()))).abs().max().item():.3e}")
     h3 = F.gelu(ref.depthwise(h1))
     z = F.conv1d(h3, w2, b2)
     print("project (h3 -> y - x), cuDNN alone: max |cuDNN - emulation|")
     for name, (fa, fw) in modes.items():
         print(f"  {name:8s} {(d(z) - F.conv1d(d(fa(h3)), d(fw(w2)), d(b2))).abs().max().item():.3e}")
+    print(f"  share of cuDNN's output with its low 13 bits zero: {low13(z):.4f}")
     y_ref, y_new = ref(x), new(x)
     print(f"block: max |fused - cuDNN| = {(y_new - y_ref).abs().max().item():.3e}")
     for name, (fa, fw) in modes.items():
