@@ -7,7 +7,9 @@
 // shuffles, 9 FFMAs an output, the kernel's GELU and TF32 rounding, 16-byte
 // h3^T stores). Prints the cycles a wgmma and a depthwise group take (SM 0,
 // %clock64), each alone and together; "windows/taps in registers" variants
-// leave out the window loads or the tap shuffles.
+// leave out the window loads or the tap shuffles; "quad mapping" gives each
+// lane one row of the group at 16 positions (one tap record, six window
+// loads) and transposes the outputs 4 x 4 within each quad for the stores.
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
 //        -Ikernels -o probe results/ws_probe.cu && ./probe
 #include "fused_dwsep.cu"
@@ -29,7 +31,8 @@ struct Out { unsigned long long mma_cycles, dw_cycles, dw_passes; };
 // head tile's GEMM1), 3 m64n192k8 (the wide tile's GEMM2), all from shared
 // memory; 4 m64n128k8 with A in registers (the head tile's GEMM2).
 constexpr int kMmaAcc[5] = {1, 36, 68, 96, 64};
-// Depthwise loop kinds: bit 0 windows from registers, bit 1 taps from registers.
+// Depthwise loop kinds: bit 0 windows from registers, bit 1 taps from
+// registers; 4 the quad mapping.
 template <int MMA, int DW, int DWK>
 __global__ void __launch_bounds__(384, 1) probe(Out* out) {
   extern __shared__ __align__(128) unsigned char sm[];
@@ -81,6 +84,56 @@ __global__ void __launch_bounds__(384, 1) probe(Out* out) {
   int pass = 0;
   for (;; ++pass) {
     if (MMA != 0 ? *stop != 0 : pass >= kAlonePasses) break;
+    if constexpr (DWK == 4) {
+      // lane (rr, blk): row rr of the group, positions 16 blk .. 16 blk + 15
+      const int rr = lane % 4, blk = lane / 4;
+#pragma unroll 1
+      for (int kc = 0; kc < kDwGroups; ++kc) {
+        const int row = kc * 4 + rr;
+        float tap[kTapRecord];
+#pragma unroll
+        for (int m = 0; m < kTapRecord; ++m) tap[m] = __shfl_sync(0xffffffffu, tapv[m % 5], row * 2 + m / 5);
+        const float* hrow = rows + row * kRowFloats + blk * 16;
+        float win[24];
+#pragma unroll
+        for (int w = 0; w < 6; ++w) {
+          const float4 q = *reinterpret_cast<const float4*>(hrow + 4 * w);
+          win[4 * w] = q.x, win[4 * w + 1] = q.y, win[4 * w + 2] = q.z, win[4 * w + 3] = q.w;
+        }
+        float h[16];
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          float e = tap[kTapRecord - 1], o = 0.0f;
+#pragma unroll
+          for (int m = 0; m < 9; m += 2) e = fmaf(tap[m], win[j + m], e);
+#pragma unroll
+          for (int m = 1; m < 9; m += 2) o = fmaf(tap[m], win[j + m], o);
+          h[j] = tf32_operand(gelu_from_half(e + o));
+        }
+        __syncwarp();
+        // 4x4 transposes within the quad: lane rr ends with channels 0..3 of position 16 blk + 4 i + rr
+        const bool odd = rr & 1, hi = rr & 2;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float x0 = h[4 * i], x1 = h[4 * i + 1], x2 = h[4 * i + 2], x3 = h[4 * i + 3];
+          // stage 1 (xor 1): keep columns of my parity, receive the partner's at my parity
+          const float s0 = odd ? x0 : x1, s1 = odd ? x2 : x3;
+          const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1), r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+          // held: column p (= rr & 1): mine m_p, partner's r0; column p + 2: mine m_p2, partner's r1
+          const float mp = odd ? x1 : x0, mp2 = odd ? x3 : x2;
+          // rows (even, odd) of the pair at column p and p + 2
+          const float ce = odd ? r0 : mp, co = odd ? mp : r0, ce2 = odd ? r1 : mp2, co2 = odd ? mp2 : r1;
+          // stage 2 (xor 2): my column is p (rr < 2) or p + 2; send the other one's two rows
+          const float t0 = __shfl_xor_sync(0xffffffffu, hi ? ce : ce2, 2);
+          const float t1 = __shfl_xor_sync(0xffffffffu, hi ? co : co2, 2);
+          // channels: rows 0,1 and 2,3 at my column
+          const float4 out = hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
+          reinterpret_cast<float4*>(rows + kc * 512)[blk * 16 + 4 * i + rr] = out;
+        }
+        __syncwarp();
+      }
+      continue;
+    }
 #pragma unroll 1
     for (int kc = 0; kc < kDwGroups; ++kc) {
       float4 v[kCoreK];
@@ -163,5 +216,8 @@ int main() {
   run<4, 0>("m64n128k8, A in registers, alone", sms);
   run<4, 1>("m64n128k8, A in registers, + depthwise", sms);
   run<4, 1, 3>("m64n128k8 A in regs + depthwise, both in regs", sms);
+  run<0, 1, 4>("quad mapping alone", sms);
+  run<2, 1, 4>("m64n136k8 + quad mapping", sms);
+  run<4, 1, 4>("m64n128k8, A in registers, + quad mapping", sms);
   return 0;
 }
