@@ -4,8 +4,9 @@
 // registers; groups of 8, one group in flight, as the kernel's turns do),
 // while 0-2 other warpgroups run a loop shaped like the kernel's depthwise
 // row groups (each lane: 4 rows x 4 positions, 16-byte window loads, taps by
-// shuffles, 9 FFMAs an output, the kernel's GELU and TF32 rounding, 16-byte
-// h3^T stores). Prints the cycles a wgmma and a depthwise group take (SM 0,
+// shuffles: a record's 12 floats a row, where the kernel takes its 10; 9
+// FFMAs an output, the kernel's GELU and TF32 rounding, 16-byte h3^T
+// stores). Prints the cycles a wgmma and a depthwise group take (SM 0,
 // %clock64), each alone and together; "windows/taps in registers" variants
 // leave out the window loads or the tap shuffles; "quad mapping" gives each
 // lane one row of the group at 16 positions (one tap record, six window
