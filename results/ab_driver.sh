@@ -17,15 +17,20 @@ SHAPES=${SHAPES:-"32 4096;28 3757;36 3600;64 8192 320 512"}
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-30}
 BIN=$(mktemp -d)
+trap 'rm -rf "$BIN"' EXIT
 names=()
+pids=()
 for v in "$@"; do
   name=${v%%=*}; rest=${v#*=}; dir=${rest%%:*}; defs=""
   [[ $rest == *:* ]] && defs=${rest#*:}
   names+=("$name")
   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A ${defs//,/ } -O3 -std=c++17 -I"$dir" \
-       -o "$BIN/$name" results/fused_dwsep_driver.cu 2>/dev/null &
+       -o "$BIN/$name" results/fused_dwsep_driver.cu > "$BIN/$name.log" 2>&1 &
+  pids+=($!)
 done
-wait
+for i in "${!pids[@]}"; do  # a failed build stops the script with the compiler's message
+  wait "${pids[$i]}" || { cat "$BIN/${names[$i]}.log"; exit 1; }
+done
 IFS=';' read -ra shapes <<< "$SHAPES"
 for r in $(seq "$ROUNDS"); do
   for shape in "${shapes[@]}"; do
