@@ -517,6 +517,24 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
   return depthwise4(windows, taps, local_row);
 }
 
+// Depthwise + bd + GELU for kOut consecutive outputs of one row, from its
+// window win (kOut + kMaxK - 1 floats from the first output's column) and its
+// record tap (taps / 2 and bd / 2): the same arithmetic, output for output,
+// as depthwise4. Returns TF32-rounded h3 (tf32_operand).
+template <int kOut>
+__device__ __forceinline__ void depthwise_run(const float (&win)[kOut + kMaxK - 1], const float (&tap)[kMaxK + 1],
+                                              float (&h3)[kOut]) {
+#pragma unroll
+  for (int j = 0; j < kOut; ++j) {
+    float acc_even = tap[kTapBias], acc_odd = 0.0f;
+#pragma unroll
+    for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
+#pragma unroll
+    for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
+    h3[j] = tf32_operand(gelu_from_half(acc_even + acc_odd));
+  }
+}
+
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
 // acc + b2): whole rows, 16-byte coalesced where aligned. (C and L as plain
 // values: taking them from Params here cost the split kernel's GEMM1 loop 15
@@ -2160,45 +2178,98 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         }
         __syncwarp();
         // Rows in groups of 4 (one K-core of h3^T): compute the group, then
-        // write its core, which overlaps only rows already read. Lane (rr, pl)
-        // computes positions 4 pl.. of kRowsPerLane rows of the group, from row
-        // r0 = rr kRowsPerLane on: at T = 128 all four (rr = 0), at T = 64 two
-        // (16 lanes a row: lanes 16-31 take rows 2 and 3).
-        constexpr int kRowsPerLane = kCoreK / W::kDwRowsPerPass;
-        const int pl = W::kDwRowsPerPass == 1 ? lane : lane % W::kDwLanesPerRow;
-        const int r0 = W::kDwRowsPerPass == 1 ? 0 : lane / W::kDwLanesPerRow * kRowsPerLane;
-        const bool tail_lane = pl == W::kDwLanesPerRow - 1;
+        // write its core, which overlaps only rows already read.
+        if constexpr (W::kDwRowsPerPass == 1) {
+          // T = 128: lane (rr, blk) computes row rr of the group at positions
+          // kRun blk .. kRun blk + kRun - 1 (one tap record, 16 outputs, six
+          // 16-byte window loads a lane), then the quad's four lanes (the
+          // group's four rows at the same positions) transpose their outputs
+          // 4 x 4 so that each writes whole 16-byte K-core entries. Against
+          // each lane taking 4 positions of all four rows (40 tap shuffles and
+          // 12 window loads a group), this halves the group's shared-memory
+          // traffic, which is what the tensor cores starve while they run
+          // (results/ws_probe.cu: 2.0k cycles a group beside m64n136k8
+          // wgmmas against 3.2k; kernels/NOTES.md).
+          constexpr int kRun = kTileT / (kWarpSize / kCoreK);
+          constexpr int kRunWindows = (kRun + kMaxK - 1) / kVec;
+          static_assert(kRun == 4 * kVec && kRunWindows * kVec == kRun + kMaxK - 1 && kMaxHalf == kVec,
+                        "a lane: 16 outputs, 6 windows, the last a row's tail in the last block");
+          const int rr = lane % kCoreK, blk = lane / kCoreK;
+          const bool odd = rr & 1, hi = rr & 2;
 #pragma unroll 1
-        for (int kc = 0; kc < kDwGroups; ++kc) {
-          if (kc > 0) {
-            if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+          for (int kc = 0; kc < kDwGroups; ++kc) {
+            if (kc > 0) {
+              if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+              __syncwarp();
+            }
+            const int row = kc * kCoreK + rr;
+            float tap[kMaxK + 1];
+#pragma unroll
+            for (int m = 0; m <= kTapBias; ++m) tap[m] = warp_taps.get(row, m);
+            const float* hrow = warp_h + row * kHRowFloats + blk * kRun;
+            float win[kRun + kMaxK - 1];
+#pragma unroll
+            for (int w = 0; w < kRunWindows; ++w) {
+              // past the row's last column lies the next row: the last block's last window is its tail
+              const float4 q = *reinterpret_cast<const float4*>(
+                  w + 1 == kRunWindows && blk == kWarpSize / kCoreK - 1 ? tail_at(kc) + rr * kMaxHalf : hrow + w * kVec);
+              win[w * kVec + 0] = q.x, win[w * kVec + 1] = q.y, win[w * kVec + 2] = q.z, win[w * kVec + 3] = q.w;
+            }
+            float h[kRun];
+            depthwise_run<kRun>(win, tap, h);
             __syncwarp();
-          }
-          const float* const tails = tail_at(kc);
-          float4 v[kRowsPerLane];
+            // K-core kc, position n's 4 channels at 4n: lane rr writes positions kRun blk + 4i + rr
+            float* const core = warp_h + kc * kH3CoreFloats;
 #pragma unroll
-          for (int r = 0; r < kRowsPerLane; ++r) {
-            const int row = kc * kCoreK + r0 + r;
-            const float* hrow = warp_h + row * kHRowFloats + pl * kVec;
-            float4 windows[kDwWindows];
-#pragma unroll
-            for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
-            // The last window: a row's last lane's is the row's tail (past the row's end lies the next row).
-            windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
-                tail_lane ? tails + (r0 + r) * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
-            const float4 h = depthwise4(windows, warp_taps, row);
-            v[r] = make_float4(tf32_operand(h.x), tf32_operand(h.y), tf32_operand(h.z), tf32_operand(h.w));
+            for (int i = 0; i < kRun / kCoreK; ++i) {
+              const float x0 = h[4 * i], x1 = h[4 * i + 1], x2 = h[4 * i + 2], x3 = h[4 * i + 3];
+              // lanes rr, rr ^ 1: each keeps its positions of its parity p and takes the partner's
+              const float r0 = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 1);
+              const float r1 = __shfl_xor_sync(0xffffffffu, odd ? x2 : x3, 1);
+              const float mp = odd ? x1 : x0, mp2 = odd ? x3 : x2;
+              // the pair's even and odd rows at positions p and p + 2
+              const float ce = odd ? r0 : mp, co = odd ? mp : r0, ce2 = odd ? r1 : mp2, co2 = odd ? mp2 : r1;
+              // lanes rr, rr ^ 2: each takes the other pair's rows at its own position
+              const float t0 = __shfl_xor_sync(0xffffffffu, hi ? ce : ce2, 2);
+              const float t1 = __shfl_xor_sync(0xffffffffu, hi ? co : co2, 2);
+              // (2-way bank conflicts: blocks 2k and 2k + 1 share banks; a swizzle
+              // that removed them measured no faster, kernels/NOTES.md)
+              reinterpret_cast<float4*>(core)[blk * kRun + kCoreK * i + rr] =
+                  hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
+            }
           }
-          __syncwarp();
-          // K-core kc: position n's 4 channels at 4n; this lane's positions 4 pl.., channels r0..
-          float* const core = warp_h + kc * kH3CoreFloats + pl * kVec * kCoreK + r0;
-          if constexpr (kRowsPerLane == kCoreK) {
-            reinterpret_cast<float4*>(core)[0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-            reinterpret_cast<float4*>(core)[1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-            reinterpret_cast<float4*>(core)[2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-            reinterpret_cast<float4*>(core)[3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-          } else {
-            static_assert(kRowsPerLane == 2, "two rows a lane: 8-byte stores");
+        } else {
+          // T = 64: lane (rr, pl) computes positions 4 pl.. of rows 2 rr and
+          // 2 rr + 1 of the group (16 lanes a row).
+          constexpr int kRowsPerLane = kCoreK / W::kDwRowsPerPass;
+          static_assert(kRowsPerLane == 2, "two rows a lane: 8-byte stores");
+          const int pl = lane % W::kDwLanesPerRow;
+          const int r0 = lane / W::kDwLanesPerRow * kRowsPerLane;
+          const bool tail_lane = pl == W::kDwLanesPerRow - 1;
+#pragma unroll 1
+          for (int kc = 0; kc < kDwGroups; ++kc) {
+            if (kc > 0) {
+              if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+              __syncwarp();
+            }
+            const float* const tails = tail_at(kc);
+            float4 v[kRowsPerLane];
+#pragma unroll
+            for (int r = 0; r < kRowsPerLane; ++r) {
+              const int row = kc * kCoreK + r0 + r;
+              const float* hrow = warp_h + row * kHRowFloats + pl * kVec;
+              float4 windows[kDwWindows];
+#pragma unroll
+              for (int w = 0; w + 1 < kDwWindows; ++w) windows[w] = *reinterpret_cast<const float4*>(hrow + w * kVec);
+              // The last window: a row's last lane's is the row's tail (past the row's end lies the next row).
+              windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
+                  tail_lane ? tails + (r0 + r) * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
+              const float4 h = depthwise4(windows, warp_taps, row);
+              v[r] = make_float4(tf32_operand(h.x), tf32_operand(h.y), tf32_operand(h.z), tf32_operand(h.w));
+            }
+            __syncwarp();
+            // K-core kc: position n's 4 channels at 4n; this lane's positions 4 pl.., channels r0..
+            float* const core = warp_h + kc * kH3CoreFloats + pl * kVec * kCoreK + r0;
             *reinterpret_cast<float2*>(core + 0 * kCoreK) = make_float2(v[0].x, v[1].x);
             *reinterpret_cast<float2*>(core + 1 * kCoreK) = make_float2(v[0].y, v[1].y);
             *reinterpret_cast<float2*>(core + 2 * kCoreK) = make_float2(v[0].z, v[1].z);
