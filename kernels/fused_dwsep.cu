@@ -929,22 +929,23 @@ static_assert(kG1StageK == 16, "a W1 stage is two k-steps");
 // x^T and the two h buffers; four at the wide tile, whose stages carry half
 // the tensor work.
 constexpr int kRingSlots = 3;
-// GEMM2 runs in slots of kPairStages k-steps: a turn's GEMM2 is at most two
-// chunks' slots. At the headline's tile W2 is GEMM2's A and comes through
-// registers, each slot's (a set: 8 kG2Blocks a thread) loaded from L2
-// kA2Sets slots ahead (three or four sets made ptxas spill and serialise the
-// wgmmas). At the wide tile GEMM2 runs transposed (WgTile::kG2T) and W2^T,
-// its B, comes through the ring in slots of WgTile::kG2SlotSteps k-steps.
-constexpr int kPairStages = 2;
-static_assert(kG2StagesPerChunk % kPairStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
-constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kPairStages;
+// GEMM2 runs in slots of kG2SlotStages k-steps: a turn's GEMM2 is at most
+// two chunks' slots. At the headline's tile W2 is GEMM2's A and comes
+// through registers: one slot's at a time (kG2Blocks float4s a thread and
+// k-step, 32 floats), held in acc1's registers, which are dead from the h1
+// store to GEMM1's first wgmma. Each slot is retired before the next one's
+// A is loaded (prefetched into L1 a slot earlier). Why so few, so large slots: every wgmma fence waits for all of the
+// warp's outstanding loads (they share one scoreboard), so a fence a slot
+// costs the loads' latency whatever the sets' depth; two sets of two k-steps
+// with a slot in flight (v23) ran 3% slower at the headline, three sets
+// slower still, sets of eight k-steps or two sets of four (which make ptxas
+// serialise every wgmma) too (kernels/NOTES.md, v24). At the wide tile
+// GEMM2 runs transposed (WgTile::kG2T) and W2^T, its B, comes through the
+// ring in slots of WgTile::kG2SlotSteps k-steps.
+constexpr int kG2SlotStages = 4;
+static_assert(kG2StagesPerChunk % kG2SlotStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
+constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotStages;
 constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
-constexpr int kA2Sets = 2;
-// A turn's last GEMM2 slot uses the same set whether it has one chunk or two,
-// so that its retirement names the set at compile time (an index known only
-// at run time would put the sets in local memory).
-constexpr int kLastA2Set = (kG2SlotsPerChunk - 1) % kA2Sets;
-static_assert((kMaxG2Slots - 1) % kA2Sets == kLastA2Set, "one last set");
 // The right halo of a warp's first 4 rows (the later rows' go where the
 // h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
 constexpr int kTailFloats = kCoreK * kMaxHalf;
@@ -984,7 +985,7 @@ struct WgTile {
   // stages; half a chunk, so that a fill's ~400 cycles of tensor work cover
   // its fixed costs: with two, W2^T through the ring was 6% slower than W2
   // through registers, kernels/NOTES.md, v18)
-  static constexpr int kG2SlotSteps = kG2T ? kG2StagesPerChunk / 2 : kPairStages;
+  static constexpr int kG2SlotSteps = kG2T ? kG2StagesPerChunk / 2 : kG2SlotStages;
   static constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotSteps;
   // A ring slot: kSlotStages W1 stages, or with kG2T a GEMM2 slot's W2^T
   // stages if larger (every fill copies the whole slot: W1's fills end in zeros)
@@ -1060,7 +1061,7 @@ constexpr bool wg_tile_ok() {
                               kG2StagesPerChunk % W::kG2SlotSteps == 0 && W::kSlotBytes % 128 == 0),
                 "a slot holds a GEMM2 slot's W2^T; a chunk's GEMM2 whole slots; slots stay 128-byte aligned");
   static_assert(W::kG2T || W::kG2SlotsPerChunk == kG2SlotsPerChunk,
-                "GEMM2 from registers: the register sets' slots (kPairStages k-steps) are the tile's GEMM2 slots");
+                "GEMM2 from registers: the register slots (kG2SlotStages k-steps) are the tile's GEMM2 slots");
   static_assert(W::kCMax / kG1StageK % W::kSlotStages == 0 && W::kSlotStages * kG1StageK % (kCoreK * kWarps) == 0,
                 "x^T holds every channel a chunk's W1 slots read (c16 <= kCMax); the 16-byte staging's K-cores "
                 "split evenly over 8 warps and over 4");
@@ -1275,10 +1276,9 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// The same for a register A operand of an in-flight wgmma.
-__device__ __forceinline__ void fence_operands(float4& a) {
-  asm volatile("" : "+f"(a.x), "+f"(a.y), "+f"(a.z), "+f"(a.w)::"memory");
-}
+// Starts fetching the 128-byte line at a into L1 (no register, so no wgmma
+// fence waits for it).
+__device__ __forceinline__ void prefetch_l1(const void* a) { asm volatile("prefetch.global.L1 [%0];" ::"l"(a)); }
 // Orders this thread's ordinary shared-memory stores before the tensor
 // cores' (async proxy) reads of the same bytes.
 __device__ __forceinline__ void fence_proxy_async() {
@@ -1906,9 +1906,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // ---- turn j on the tensor cores ------------------------------------------
       // In slots: g2 of kG2SlotSteps W2 stages for GEMM2 (a chunk's fill whole
       // slots, so no slot mixes chunks), then n1 ring slots of kSlotStages W1
-      // stages for GEMM1. GEMM2's A comes from registers, loaded from L2
-      // kA2Sets slots ahead (acc1 is dead until GEMM1, so its registers are
-      // free), or with kG2T its B through the ring; GEMM1's A comes through
+      // stages for GEMM1. GEMM2's A comes from registers (acc1's, dead until
+      // GEMM1), a slot at a time, or with kG2T its B through the ring; GEMM1's A comes through
       // the ring. The turn's ring fills are the tile's fill0.., its GEMM1's
       // from fill0 + g1_at on.
       const bool has_g1 = j < turns.nc;
@@ -1917,22 +1916,41 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
       const bool frees_other = turns.has(j - 3) && j - 1 < turns.nc;
-      float4 a2[kA2Sets][kPairStages][kG2Blocks];  // GEMM2 slot u's A in set u % kA2Sets
-      auto load_a2 = [&](int u) {
-        const float4* src = w2_frags() + threadIdx.x % kWarpgroupThreads;
-#pragma unroll
-        for (int h = 0; h < kPairStages; ++h) {
-          const int t = u * kPairStages + h, chunk = first + t / kG2StagesPerChunk;
-          const int64_t stage =  // (chunk, this turn's half of C, k-step), as WgLayout
-              (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk + t % kG2StagesPerChunk;
-#pragma unroll
-          for (int m = 0; m < kG2Blocks; ++m)
-            a2[u % kA2Sets][h][m] = __ldg(src + (stage * kG2Blocks + m) * kWarpgroupThreads);
-        }
+      // GEMM2 slot u's A: k-step h, block m in acc1[a2_at(h, m)..+3]
+      static_assert(W::kG2T || kG2SlotStages * kG2Blocks * kVec <= W::kG1Acc, "a GEMM2 slot's A fits in acc1");
+      auto a2_at = [](int h, int m) { return (h * kG2Blocks + m) * kVec; };
+      auto a2_frag = [&](int h, int m) {
+        const int i = a2_at(h, m);
+        return make_float4(acc1[i], acc1[i + 1], acc1[i + 2], acc1[i + 3]);
       };
+      auto w2_src = [&](int u, int h, int m) {  // this thread's float4 of slot u, k-step h, block m
+        const int t = u * kG2SlotStages + h, chunk = first + t / kG2StagesPerChunk;
+        const int64_t stage =  // (chunk, this turn's half of C, k-step), as WgLayout
+            (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk + t % kG2StagesPerChunk;
+        return w2_frags() + threadIdx.x % kWarpgroupThreads + (stage * kG2Blocks + m) * kWarpgroupThreads;
+      };
+      auto load_a2 = [&](int u) {
 #pragma unroll
-      for (int u = 0; u < kA2Sets; ++u)
-        if (!W::kG2T && u < g2) load_a2(u);
+        for (int h = 0; h < kG2SlotStages; ++h)
+#pragma unroll
+          for (int m = 0; m < kG2Blocks; ++m) {
+            const float4 v = __ldg(w2_src(u, h, m));
+            const int i = a2_at(h, m);
+            acc1[i] = v.x, acc1[i + 1] = v.y, acc1[i + 2] = v.z, acc1[i + 3] = v.w;
+          }
+      };
+      auto prefetch_a2 = [&](int u) {
+#pragma unroll
+        for (int h = 0; h < kG2SlotStages; ++h)
+#pragma unroll
+          for (int m = 0; m < kG2Blocks; ++m) prefetch_l1(w2_src(u, h, m));
+      };
+      // The first slot's A before the token wait, which hides its latency
+      // (loaded after it: 3% slower at the headline).
+      if (!W::kG2T && g2 > 0) {
+        load_a2(0);
+        if (g2 > 1) prefetch_a2(1);
+      }
       named_sync<kTokenBarrier>(wgi, kThreads);
 
       // Ring slot fill u's wgmmas are done: the slot takes fill u + kRingSlots
@@ -1966,19 +1984,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto release = [&](const Refill& r) {
         if (r.go) bulk_copy(r.dst, r.src, W::kSlotBytes, r.bar);
       };
-      // GEMM2 slot u's wgmmas are done (u a compile-time constant: the sets
-      // stay registers): its registers take slot u + kA2Sets, and the chunk's
-      // last frees the other warpgroup's buffer.
-      auto retire_g2 = [&](int u, int set) {
+      // GEMM2 slot u's wgmmas are done: acc1 takes slot u + 1's A, and the
+      // chunk's last slot frees the other warpgroup's buffer.
+      auto retire_g2 = [&](int u) {
 #pragma unroll
-        for (int h = 0; h < kPairStages; ++h)
-#pragma unroll
-          for (int m = 0; m < kG2Blocks; ++m) fence_operands(a2[set][h][m]);
-        if (u + kA2Sets < g2) load_a2(u + kA2Sets);
+        for (int i = 0; i < kG2SlotStages * kG2Blocks * kVec; ++i) asm volatile("" : "+f"(acc1[i])::"memory");
+        if (u + 1 < g2) load_a2(u + 1);
+        if (u + 2 < g2) prefetch_a2(u + 2);
         if (frees_other && u == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
-      // The same for the last GEMM2 slot, g2 - 1 (set kLastA2Set either way).
-      auto retire_last_g2 = [&] { retire_g2(g2 - 1, kLastA2Set); };
       // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
       // group, and once the previous slot's group is done, retire that one
       // (one group stays in flight).
@@ -2020,17 +2034,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (u < g2) {
           wgmma_fence();
 #pragma unroll
-          for (int h = 0; h < kPairStages; ++h) {
-            const int t = u * kPairStages + h;
+          for (int h = 0; h < kG2SlotStages; ++h) {
+            const int t = u * kG2SlotStages + h;
             const uint64_t b_desc = h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk);
 #pragma unroll
-            for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2[u % kA2Sets][h][m], b_desc);
+            for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2_frag(h, m), b_desc);
           }
           wgmma_commit();
-          if (u > 0) {
-            wgmma_wait<1>();
-            retire_g2(u - 1, (u - 1) % kA2Sets);
-          }
+          wgmma_wait<0>();
+          retire_g2(u);
         }
       }
       }
@@ -2045,12 +2057,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       if (!has_g1) {  // turns nc.. : GEMM2 only, and no depthwise after them
         end_turn();
-        if (g2 > 0) {
-          if constexpr (W::kG2T)
-            release(arm(g2 - 1));
-          else
-            retire_last_g2();
-        }
+        if constexpr (W::kG2T)
+          if (g2 > 0) release(arm(g2 - 1));
         pass_token();
         // ---- the next tile's x^T, while the other warpgroup runs the depthwise
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
@@ -2087,12 +2095,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           release(r);
         }
       };
-      // GEMM2's last A registers are free before acc1 is written: with both
-      // live, ptxas serialises the wgmmas.
-      if (!W::kG2T && g2 > 0) {
-        wgmma_wait<0>();
-        retire_last_g2();
-      }
       {
         const G1Desc d0 = g1_base(begin_fill(g1_at), 0);
         wgmma_ss_overwrite(acc1, d0.a, d0.b);

@@ -109,7 +109,7 @@ __device__ __forceinline__ unsigned trace_clock() {
           tr[8 + j * 8 + 1] = trace_clock();
           tr[8 + j * 8 + 2] = tr_mbar;
           tr[8 + j * 8 + 3] = tr_refill;
-          tr[8 + j * 8 + 5] = g2 * kPairStages + (has_g1 ? n1 * W::kSlotStages : 0);
+          tr[8 + j * 8 + 5] = g2 * kG2SlotStages + (has_g1 ? n1 * W::kSlotStages : 0);
         }
         if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """),
