@@ -931,17 +931,18 @@ static_assert(kG1StageK == 16, "a W1 stage is two k-steps");
 constexpr int kRingSlots = 3;
 // GEMM2 runs in slots of kG2SlotStages k-steps: a turn's GEMM2 is at most
 // two chunks' slots. At the headline's tile W2 is GEMM2's A and comes
-// through registers: one slot's at a time (kG2Blocks float4s a thread and
-// k-step, 32 floats), held in acc1's registers, which are dead from the h1
-// store to GEMM1's first wgmma. Each slot is retired before the next one's
-// A is loaded (prefetched into L1 a slot earlier). Why so few, so large slots: every wgmma fence waits for all of the
-// warp's outstanding loads (they share one scoreboard), so a fence a slot
-// costs the loads' latency whatever the sets' depth; two sets of two k-steps
-// with a slot in flight (v23) ran 3% slower at the headline, three sets
-// slower still, sets of eight k-steps or two sets of four (which make ptxas
-// serialise every wgmma) too (kernels/NOTES.md, v24). At the wide tile
-// GEMM2 runs transposed (WgTile::kG2T) and W2^T, its B, comes through the
-// ring in slots of WgTile::kG2SlotSteps k-steps.
+// through registers, one slot's at a time (kG2Blocks float4s a thread and
+// k-step, 32 floats) in acc1's registers, which are dead from the h1 store
+// to GEMM1's first wgmma: each slot's wgmmas are waited for, then the next
+// slot's A is loaded (prefetched into L1 a slot earlier). Why one set of
+// four k-steps: every wgmma fence waits for all of the warp's outstanding
+// loads (they share one scoreboard), so each slot's fence costs the loads'
+// latency however many sets are in flight. Two sets of two k-steps (v23)
+// ran 3% slower at the headline, deeper sets slower still, one set of
+// eight 9% slower (not understood), and two sets of four make ptxas
+// serialise every wgmma (kernels/NOTES.md, v24). At the wide tile GEMM2
+// runs transposed (WgTile::kG2T) and W2^T, its B, comes through the ring in
+// slots of WgTile::kG2SlotSteps k-steps.
 constexpr int kG2SlotStages = 4;
 static_assert(kG2StagesPerChunk % kG2SlotStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotStages;
@@ -1907,9 +1908,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // In slots: g2 of kG2SlotSteps W2 stages for GEMM2 (a chunk's fill whole
       // slots, so no slot mixes chunks), then n1 ring slots of kSlotStages W1
       // stages for GEMM1. GEMM2's A comes from registers (acc1's, dead until
-      // GEMM1), a slot at a time, or with kG2T its B through the ring; GEMM1's A comes through
-      // the ring. The turn's ring fills are the tile's fill0.., its GEMM1's
-      // from fill0 + g1_at on.
+      // GEMM1), a slot at a time, or with kG2T its B through the ring;
+      // GEMM1's A comes through the ring. The turn's ring fills are the
+      // tile's fill0.., its GEMM1's from fill0 + g1_at on.
       const bool has_g1 = j < turns.nc;
       const int g2 = turns.g2_stages(j) / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
       const int first = turns.first_g2(j), fill0 = turns.fill0(j);
@@ -1987,6 +1988,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // GEMM2 slot u's wgmmas are done: acc1 takes slot u + 1's A, and the
       // chunk's last slot frees the other warpgroup's buffer.
       auto retire_g2 = [&](int u) {
+        // (the slot's registers only: fencing all of acc1 would keep the rest live through GEMM2)
 #pragma unroll
         for (int i = 0; i < kG2SlotStages * kG2Blocks * kVec; ++i) asm volatile("" : "+f"(acc1[i])::"memory");
         if (u + 1 < g2) load_a2(u + 1);
@@ -1995,7 +1997,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       };
       // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
       // group, and once the previous slot's group is done, retire that one
-      // (one group stays in flight).
+      // (one group stays in flight; GEMM2 from registers waits for its own).
       auto begin_fill = [&](int u) {
         const int i = ring_pos + fill0 + u, slot = i % kRingSlots;
         mbar_wait(bar(slot), (i / kRingSlots) & 1);
