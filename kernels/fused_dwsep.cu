@@ -473,11 +473,31 @@ struct WarpTaps {
   }
 };
 
-// Depthwise + bd + GELU for 4 consecutive outputs of one h1 row (the warp's
-// row local_row): h3[t] = gelu(h2[t]), h2[t] = bd + sum_m tap[m] * h1[t + m],
-// m < kMaxK (taps centred, zeros around them), from the row's h1 at the
-// first output's column onwards, as three 16-byte windows. The records hold
-// bd / 2 and tap / 2 (pack_taps), so the sums here are h2 / 2.
+// Depthwise + bd + GELU for kOut consecutive outputs of one h1 row:
+// h3[t] = gelu(h2[t]), h2[t] = bd + sum_m tap[m] * h1[t + m], m < kMaxK
+// (taps centred, zeros around them), from the row's window win (kOut +
+// kMaxK - 1 floats from the first output's column) and its tap record. The
+// records hold bd / 2 and tap / 2 (pack_taps), so the sums here are h2 / 2.
+// kTf32: h3 rounded as a TF32 operand (tf32_operand) as each output is made.
+template <int kOut, bool kTf32 = false>
+__device__ __forceinline__ void depthwise_run(const float (&win)[kOut + kMaxK - 1], const float (&tap)[kMaxK + 1],
+                                              float (&h3)[kOut]) {
+#pragma unroll
+  for (int j = 0; j < kOut; ++j) {
+    // Even and odd taps in two sums: half the dependency chain (latency-bound,
+    // as the GELU's polynomial; 0.5% at the headline).
+    float acc_even = tap[kTapBias], acc_odd = 0.0f;
+#pragma unroll
+    for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
+#pragma unroll
+    for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
+    const float g = gelu_from_half(acc_even + acc_odd);
+    h3[j] = kTf32 ? tf32_operand(g) : g;
+  }
+}
+
+// The same for 4 outputs of the warp's row local_row, its window as three
+// 16-byte windows and its record from the warp's taps.
 constexpr int kDwWindows = kDwWindow / kVec;
 template <class Taps>
 __device__ __forceinline__ float4 depthwise4(const float4 (&windows)[kDwWindows], const Taps& taps,
@@ -494,18 +514,9 @@ __device__ __forceinline__ float4 depthwise4(const float4 (&windows)[kDwWindows]
     win[v * kVec + 2] = w4.z;
     win[v * kVec + 3] = w4.w;
   }
+  static_assert(kDwWindow == kVec + kMaxK - 1, "a window: 4 outputs and their taps' reach");
   float h3[kVec];
-#pragma unroll
-  for (int j = 0; j < kVec; ++j) {
-    // Even and odd taps in two sums: half the dependency chain (latency-bound,
-    // as the GELU's polynomial; 0.5% at the headline).
-    float acc_even = tap[kTapBias], acc_odd = 0.0f;
-#pragma unroll
-    for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
-#pragma unroll
-    for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
-    h3[j] = gelu_from_half(acc_even + acc_odd);
-  }
+  depthwise_run<kVec>(win, tap, h3);
   return make_float4(h3[0], h3[1], h3[2], h3[3]);
 }
 // The same with the windows read from hrow (16-byte aligned).
@@ -515,24 +526,6 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
 #pragma unroll
   for (int v = 0; v < kDwWindows; ++v) windows[v] = *reinterpret_cast<const float4*>(hrow + v * kVec);
   return depthwise4(windows, taps, local_row);
-}
-
-// Depthwise + bd + GELU for kOut consecutive outputs of one row, from its
-// window win (kOut + kMaxK - 1 floats from the first output's column) and its
-// record tap (taps / 2 and bd / 2): the same arithmetic, output for output,
-// as depthwise4. Returns TF32-rounded h3 (tf32_operand).
-template <int kOut>
-__device__ __forceinline__ void depthwise_run(const float (&win)[kOut + kMaxK - 1], const float (&tap)[kMaxK + 1],
-                                              float (&h3)[kOut]) {
-#pragma unroll
-  for (int j = 0; j < kOut; ++j) {
-    float acc_even = tap[kTapBias], acc_odd = 0.0f;
-#pragma unroll
-    for (int m = 0; m < kMaxK; m += 2) acc_even = fmaf(tap[m], win[j + m], acc_even);
-#pragma unroll
-    for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
-    h3[j] = tf32_operand(gelu_from_half(acc_even + acc_odd));
-  }
 }
 
 // y[b, c, t0 + j] = ys[c][j] + x[b, c, t0 + j] for the tile (ys already holds
@@ -2220,7 +2213,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               win[w * kVec + 0] = q.x, win[w * kVec + 1] = q.y, win[w * kVec + 2] = q.z, win[w * kVec + 3] = q.w;
             }
             float h[kRun];
-            depthwise_run<kRun>(win, tap, h);
+            depthwise_run<kRun, true>(win, tap, h);
             __syncwarp();
             // K-core kc, position n's 4 channels at 4n: lane rr writes positions kRun blk + 4i + rr
             float* const core = warp_h + kc * kH3CoreFloats;
