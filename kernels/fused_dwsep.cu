@@ -932,7 +932,8 @@ constexpr int kRingSlots = 3;
 // loads (they share one scoreboard), so each slot's fence costs the loads'
 // latency however many sets are in flight. Two sets of two k-steps (v23)
 // ran 3% slower at the headline, deeper sets slower still, one set of
-// eight 9% slower (not understood), and two sets of four make ptxas
+// eight 9% slower (faster turns, but the depthwise beside them slows
+// more), and two sets of four make ptxas
 // serialise every wgmma (kernels/NOTES.md, v24). At the wide tile GEMM2
 // runs transposed (WgTile::kG2T) and W2^T, its B, comes through the ring in
 // slots of WgTile::kG2SlotSteps k-steps.
