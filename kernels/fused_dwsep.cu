@@ -933,10 +933,10 @@ constexpr int kRingSlots = 3;
 // latency however many sets are in flight. Two sets of two k-steps (v23)
 // ran 3% slower at the headline, deeper sets slower still, one set of
 // eight 9% slower (faster turns, but the depthwise beside them slows
-// more), and two sets of four make ptxas
-// serialise every wgmma (kernels/NOTES.md, v24). At the wide tile GEMM2
-// runs transposed (WgTile::kG2T) and W2^T, its B, comes through the ring in
-// slots of WgTile::kG2SlotSteps k-steps.
+// more), and two sets of four make ptxas serialise every wgmma
+// (kernels/NOTES.md, v24). At the wide tile GEMM2 runs transposed
+// (WgTile::kG2T) and W2^T, its B, comes through the ring in slots of
+// WgTile::kG2SlotSteps k-steps.
 constexpr int kG2SlotStages = 4;
 static_assert(kG2StagesPerChunk % kG2SlotStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotStages;
