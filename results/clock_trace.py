@@ -7,8 +7,8 @@ and end, the staging of the next tile's x^T (by turn nc's owner: start and
 end) and its epilogue, plus the cycles each
 turn spends in its mbarrier waits and bulk-copy issue (the copy alone: the
 slot's mbarrier is armed before the wait for its wgmmas).
-With --fine, also every step of each ring slot
-(GEMM1's) of the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
+With --fine, also every step of each ring slot (GEMM1's) and of each
+GEMM2 slot of the tile's turn 4 (threads 0 and 32). results/fused_dwsep_driver.cu built
 against the copy prints the tables (kernels/NOTES.md, v11 and v12):
 
     python results/clock_trace.py /tmp/trace [--fine] [--tile N]
@@ -104,6 +104,27 @@ __device__ __forceinline__ unsigned trace_clock() {
           if (trf && j == 4) trp[u * 6 + 4] = trace_clock();
           release(r);
           if (trf && j == 4) trp[u * 6 + 5] = trace_clock();"""),
+    ("""        if (u < g2) {
+          wgmma_fence();
+#pragma unroll
+          for (int h = 0; h < kG2SlotStages; ++h) {
+""", """        if (u < g2) {
+          if (trf && j == 4) trp[128 + u * 6 + 0] = trace_clock();
+          wgmma_fence();
+          if (trf && j == 4) trp[128 + u * 6 + 1] = trace_clock();
+#pragma unroll
+          for (int h = 0; h < kG2SlotStages; ++h) {
+"""),
+    ("""          wgmma_commit();
+          wgmma_wait<0>();
+          retire_g2(u);
+""", """          wgmma_commit();
+          if (trf && j == 4) trp[128 + u * 6 + 2] = trace_clock();
+          wgmma_wait<0>();
+          if (trf && j == 4) trp[128 + u * 6 + 3] = trace_clock();
+          retire_g2(u);
+          if (trf && j == 4) trp[128 + u * 6 + 4] = trace_clock();
+"""),
     ("""        if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
 """, """        if (trt) {
           tr[8 + j * 8 + 1] = trace_clock();
@@ -146,7 +167,7 @@ __device__ __forceinline__ unsigned trace_clock() {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--fine", action="store_true", help="also stamp every step of turn 4's slots")
+    ap.add_argument("--fine", action="store_true", help="also stamp every step of turn 4's ring and GEMM2 slots")
     ap.add_argument("--tile", type=int, default=3, help="which of each traced CTA's tiles to trace (from 0)")
     args = ap.parse_args()
     src = (ROOT / "kernels" / "fused_dwsep.cu").read_text()

@@ -24,8 +24,8 @@ static float* dev_rand(size_t n, float scale, unsigned seed) {
 // tile's x^T and its epilogue (cycles from the first warpgroup's entry); per
 // turn its owner, start, length, stages, and the cycles its elected thread
 // spent in mbarrier waits and bulk-copy issue; per chunk
-// the owner's free-barrier wait and depthwise; with --fine, each slot of
-// turn 4.
+// the owner's free-barrier wait and depthwise; with --fine, each ring slot
+// and each GEMM2 slot of turn 4.
 static void print_trace(int64_t grid) {
   static unsigned tr[2][2][512];
   CK(cudaMemcpyFromSymbol(tr, fused_dwsep::wg::g_trace, sizeof(tr)));
@@ -63,6 +63,16 @@ static void print_trace(int64_t grid) {
         printf("    %2d: %5d %5d %5d %5d %5d %5d\n", u, (int)(s[u * 6 + 1] - s[u * 6]), (int)(s[u * 6 + 2] - s[u * 6 + 1]),
                u ? (int)(s[u * 6 + 3] - s[u * 6 + 2]) : 0, u ? (int)(s[u * 6 + 4] - s[u * 6 + 3]) : 0,
                u ? (int)(s[u * 6 + 5] - s[u * 6 + 4]) : 0, s[u * 6 + 6] ? (int)(s[u * 6 + 6] - s[u * 6]) : 0);
+    }
+    for (int w = 0; w < 2; ++w) {
+      const unsigned* s = tr[b][w] + 384;  // GEMM2's slots (head tile: A from registers)
+      if (s[0] == 0) continue;
+      printf("  turn 4, thread %d of its warpgroup, each GEMM2 slot: fence wait, issue, wait<0>, next slot's loads, "
+             "to next slot\n", w * 32);
+      for (int u = 0; u < 16 && s[u * 6] != 0; ++u)
+        printf("    %2d: %5d %5d %5d %5d %5d\n", u, (int)(s[u * 6 + 1] - s[u * 6]), (int)(s[u * 6 + 2] - s[u * 6 + 1]),
+               (int)(s[u * 6 + 3] - s[u * 6 + 2]), (int)(s[u * 6 + 4] - s[u * 6 + 3]),
+               s[u * 6 + 6] ? (int)(s[u * 6 + 6] - s[u * 6]) : 0);
     }
   }
 }
