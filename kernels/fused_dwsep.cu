@@ -1264,12 +1264,14 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
-// Keeps the compiler from moving accesses of in-flight accumulators across
-// the wgmma fence / wait.
-template <int N>
+// Keeps the compiler from moving accesses of in-flight wgmma operands (the
+// first kCount registers of d, all of them by default) across the wgmma
+// fence / wait.
+template <int kCount = 0, int N>
 __device__ __forceinline__ void fence_operands(float (&d)[N]) {
+  static_assert(kCount <= N, "a prefix of d");
 #pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < (kCount > 0 ? kCount : N); ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 // Starts fetching the 128-byte line at a into L1 (no register, so no wgmma
 // fence waits for it).
@@ -1983,8 +1985,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // chunk's last slot frees the other warpgroup's buffer.
       auto retire_g2 = [&](int u) {
         // (the slot's registers only: fencing all of acc1 would keep the rest live through GEMM2)
-#pragma unroll
-        for (int i = 0; i < kG2SlotStages * kG2Blocks * kVec; ++i) asm volatile("" : "+f"(acc1[i])::"memory");
+        fence_operands<kG2SlotStages * kG2Blocks * kVec>(acc1);
         if (u + 1 < g2) load_a2(u + 1);
         if (u + 2 < g2) prefetch_a2(u + 2);
         if (frees_other && u == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
@@ -2163,6 +2164,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         // group kc is read.
         static_assert(kTailFloats <= kCoreK * kHRowFloats - kH3CoreFloats, "a group's tails fit in the gap");
         auto tail_at = [&](int kc) { return kc == 0 ? tail0 : warp_h + kc * kH3CoreFloats; };
+        // Before group kc > 0: its rows' tails (lanes 4kc.. hold them) into place.
+        auto place_tails = [&](int kc) {
+          if (kc > 0) {
+            if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
+            __syncwarp();
+          }
+        };
         if (lane < kCoreK) *reinterpret_cast<float4*>(tail0 + lane * kMaxHalf) = tail;
         // Columns outside [0, L) (tiles at a row's ends only) back to exactly 0,
         // after the plain stores above: testing every column there cost a third
@@ -2196,10 +2204,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           const bool odd = rr & 1, hi = rr & 2;
 #pragma unroll 1
           for (int kc = 0; kc < kDwGroups; ++kc) {
-            if (kc > 0) {
-              if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
-              __syncwarp();
-            }
+            place_tails(kc);
             const int row = kc * kCoreK + rr;
             float tap[kMaxK + 1];
 #pragma unroll
@@ -2246,10 +2251,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           const bool tail_lane = pl == W::kDwLanesPerRow - 1;
 #pragma unroll 1
           for (int kc = 0; kc < kDwGroups; ++kc) {
-            if (kc > 0) {
-              if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
-              __syncwarp();
-            }
+            place_tails(kc);
             const float* const tails = tail_at(kc);
             float4 v[kRowsPerLane];
 #pragma unroll
