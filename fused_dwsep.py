@@ -454,8 +454,8 @@ def kernel_path(
     channels: int, expanded_channels: int, kernel_size: int, batch: int | None = None, length: int | None = None
 ) -> str:
     """What serves an input [batch, channels, length] on the current device
-    under the current allow_tf32 flag: 'wgmma' (Hopper, TF32: C <= 256 with
-    enough positions to fill the GPU, or 256 < C <= 384), 'tensor_core'
+    under the current allow_tf32 flag: 'wgmma' (Hopper: C <= 256 with enough
+    positions to fill the GPU, both modes; TF32 also 256 < C <= 384), 'tensor_core'
     (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512) or
     'pytorch' (no fused kernel: PyTorch's own convolutions, as the reference
     runs them); 'cpu' without CUDA. Without both batch and length: for an

@@ -522,14 +522,57 @@ WGMMA_TURNS = [
 
 
 @requires_cuda
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "fp32"])
 @pytest.mark.parametrize("B,C,E,L,K", WGMMA_TURNS)
-def test_cuda_wgmma_chunk_counts(B, C, E, L, K):
-    out, x, ref = run_fused(B, C, E, L, K, True, seed=C + E)
-    with cudnn_tf32(True):
+def test_cuda_wgmma_chunk_counts(B, C, E, L, K, tf32):
+    """Both modes: the exact mode (fp16 pairs) runs the 128-position tile only."""
+    out, x, ref = run_fused(B, C, E, L, K, tf32, seed=C + E)
+    with cudnn_tf32(tf32):
         path = kernel_path(C, E, K, B, L)
+    if torch.cuda.get_device_capability() == (9, 0) and (tf32 or C <= 256):
+        assert path == "wgmma", f"B={B} C={C} E={E} L={L} tf32={tf32} should take the wgmma kernel, took {path}"
+    check_cuda(out, x, ref, tf32, f"B={B} C={C} E={E} L={L} K={K} tf32={tf32} ({path})")
+
+
+# The exact mode's fp16 pairs hold 22 bits only within a range, so every GEMM
+# operand is scaled by a power of two from its tensor's largest magnitude
+# (kernels/fused_dwsep.cu, "the exact mode"). Inputs and weights far from 1,
+# against float64: the error relative to the output's largest magnitude stays
+# what it is at ordinary scales (measured on the H200: 2.6e-6 to 6.0e-6; TF32
+# gives ~1e-4, a lost scale far more). allclose against the reference cannot
+# judge these: at x * 1e5 its atol is nothing, and its rtol fails elements
+# that cancel to far below the largest, as any other summation order would.
+EXACT_SCALE_BOUND = 2e-5
+EXACT_SCALES = {
+    "x*1e5": (1e5, (1, 1, 1, 1, 1, 1)),
+    "x*1e-5": (1e-5, (1, 1, 1, 1, 1, 1)),
+    "w1*1e3,w2*1e-3": (1.0, (1e3, 1, 1, 1, 1e-3, 1)),
+    "w1,b1*1e-4,w2*1e4": (1.0, (1e-4, 1e-4, 1, 1, 1e4, 1)),
+    "x*300,wd*30": (300.0, (1, 1, 30, 1, 1, 1)),
+}
+
+
+@requires_cuda
+@pytest.mark.parametrize("case", list(EXACT_SCALES))
+def test_cuda_exact_mode_far_from_unit_scale(case):
+    x_scale, w_scales = EXACT_SCALES[case]
+    B, C, E, L, K = 4, 256, 512, 4096, 9
+    ref, new = make_pair(C, E, K, seed=21, device="cuda")
+    with torch.no_grad():
+        for w, s in zip(weights(new), w_scales):
+            w.mul_(s)
+        ref.load_state_dict(new.state_dict())
+    x = torch.randn(B, C, L, device="cuda") * x_scale
+    with cudnn_tf32(False), torch.no_grad():
+        out = new(x)
+        path = kernel_path(C, E, K, B, L)
+        exact = ref.double()(x.double())
     if torch.cuda.get_device_capability() == (9, 0):
-        assert path == "wgmma", f"B={B} C={C} E={E} L={L} should take the wgmma kernel, took {path}"
-    check_cuda(out, x, ref, True, f"B={B} C={C} E={E} L={L} K={K} ({path})")
+        assert path == "wgmma", f"{case}: should take the wgmma kernel, took {path}"
+    assert torch.isfinite(out).all(), f"{case}: non-finite output"
+    rel = ((out.double() - exact).abs().max() / exact.abs().max()).item()
+    print(f"exact mode {case} ({path}): max error / max |y| = {rel:.2e} against float64")
+    assert rel < EXACT_SCALE_BOUND, f"{case}: max error {rel:.2e} of max |y| (bound {EXACT_SCALE_BOUND})"
 
 
 @requires_cuda
@@ -807,7 +850,7 @@ def test_cuda_runs_on_the_tensors_device():
 def test_cuda_gate(tf32, monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", tf32)
     hopper = torch.cuda.get_device_capability() == (9, 0)
-    fast = "wgmma" if tf32 and hopper else "tensor_core"  # wgmma: TF32 mode on sm_90a
+    fast = "wgmma" if hopper else "tensor_core"  # wgmma: sm_90a (the exact mode: C <= 256)
     assert kernel_path(256, 512, 9) == fast
     assert kernel_path(3, 5, 1) == fast
     assert kernel_path(256, 512, 9, 32, 4096) == fast

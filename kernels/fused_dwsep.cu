@@ -940,7 +940,6 @@ constexpr int kRingSlots = 3;
 constexpr int kG2SlotStages = 4;
 static_assert(kG2StagesPerChunk % kG2SlotStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotStages;
-constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
 // The right halo of a warp's first 4 rows (the later rows' go where the
 // h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
 constexpr int kTailFloats = kCoreK * kMaxHalf;
@@ -1083,6 +1082,18 @@ constexpr bool wg_tile_ok() {
 }
 static_assert(wg_tile_ok<WgHead>() && wg_tile_ok<WgWide>(), "the wgmma tiles");
 
+// The exact mode's constants (see its section below).
+namespace exact {
+constexpr int kAmaxBlocks = 264;  // CTAs of amax_kernel: each writes one partial maximum of each quantity
+constexpr int kAmaxThreads = 256;
+enum Quantity { kX, kW1, kB1, kWd, kBd, kW2, kQuantities };
+constexpr int kTopExp = 15;   // scaled maxima below 2^15 (fp16's largest finite is 65504)
+constexpr int kMaxShift = 62; // scale exponents within +-62: a product of two scales stays a normal fp32
+// What the packing works out for the kernel (floats at WgLayout::scales()):
+// the scales of x and h3 and the factors that undo GEMM1's and GEMM2's.
+enum Scale { kSx, kSh, kUndo1, kUndo2, kResidual, kScales };
+}  // namespace exact
+
 // Packed weights for this kernel: a tile's ring fills in the order the turns
 // consume them, kSlotFloats each (so fill i of a tile is simply the slot's
 // worth from kSlotFloats i on here: the refill on the turn's critical path is
@@ -1092,15 +1103,17 @@ static_assert(wg_tile_ok<WgHead>() && wg_tile_ok<WgWide>(), "the wgmma tiles");
 template <class W>
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
-  // ring slots: a turn's stages fill whole slots; the extra stages are zeros)
+  // ring slots: a turn's stages fill whole slots; the extra stages are zeros);
+  // W2 stages a GEMM2 k-step (a2: 2 in the exact mode, its hi and lo pairs)
   int64_t nc, nkb;
-  __host__ __device__ WgLayout(int64_t C, int64_t E)
-      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), W::kSlotStages)) {}
+  int a2;
+  __host__ __device__ WgLayout(int64_t C, int64_t E, bool exact)
+      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), W::kSlotStages)), a2(exact ? 2 : 1) {}
   // W1 stages (the ring's), chunk by chunk, then W2 stages: per chunk, per
-  // half of C, per k-step, GEMM2's A operands in register order (a float4 per
-  // thread and m64 block: block-major, then the warpgroup's threads).
+  // half of C, per k-step (and hi / lo), GEMM2's A operands in register order
+  // (a float4 per thread and m64 block: block-major, then the warpgroup's threads).
   __host__ __device__ int64_t w1_stages() const { return nc * nkb; }
-  __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk; }
+  __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk * a2; }
   // a tile's ring fills: W1's, and with kG2T W2^T's (a GEMM2 slot's
   // kG2SlotSteps k-steps of a chunk and half of C a fill)
   __host__ __device__ int64_t fills() const {
@@ -1110,7 +1123,10 @@ struct WgLayout {
   __host__ __device__ int64_t taps() const { return w2() + (W::kG2T ? 0 : w2_stages() * W::kG2StageFloats); }
   // the packing kernel's CTAs: one per fill, and one per W2 stage in registers' order
   __host__ __device__ int64_t pack_blocks() const { return fills() + (W::kG2T ? 0 : w2_stages()); }
-  __host__ __device__ int64_t total_floats() const { return taps() + nc * kEChunk * kTapRecord; }
+  // the exact mode's partial maxima (amax_kernel) and scales (exact::Scale)
+  __host__ __device__ int64_t partials() const { return taps() + nc * kEChunk * kTapRecord; }
+  __host__ __device__ int64_t scales() const { return partials() + exact::kAmaxBlocks * exact::kQuantities; }
+  __host__ __device__ int64_t total_floats() const { return scales() + exact::kScales; }
 };
 
 // Named barriers (0 is __syncthreads): per warpgroup, + the warpgroup index.
@@ -1378,6 +1394,39 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const float4& a, uint64
         "l"(desc_b), "r"(1));
 #endif
 }
+// The same three for the exact mode's fp16 pairs (k16: the same bytes a k-step
+// as k8 TF32; both operands K-major, so the transpose flags are 0). A from
+// registers: rows 16 w + g and + 8, K pairs (2q, 2q + 1) and + 8, in the
+// order (g, 2q), (g + 8, 2q), (g, 2q + 8), (g + 8, 2q + 8), each register
+// two fp16 (the lower k in the low half), carried as the bits of a float4.
+__device__ __forceinline__ void wgmma_ss_f16(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 {" FD_REGS68 "}, %68, %69, p, 1, 1, 0, 0;\n}\n"
+      : FD_ACC68("+f")
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+#endif
+}
+__device__ __forceinline__ void wgmma_ss_f16_overwrite(float (&d)[68], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 {" FD_REGS68 "}, %68, %69, p, 1, 1, 0, 0;\n}\n"
+      : FD_ACC68("=f")
+      : "l"(desc_a), "l"(desc_b), "r"(0));
+#endif
+}
+__device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" FD_REGS64 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : FD_ACC64("+f")
+      : "r"(__float_as_uint(a.x)), "r"(__float_as_uint(a.y)), "r"(__float_as_uint(a.z)), "r"(__float_as_uint(a.w)),
+        "l"(desc_b), "r"(1));
+#endif
+}
 #undef FD_ACC8
 #undef FD_ACC32
 #undef FD_ACC36
@@ -1390,6 +1439,136 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const float4& a, uint64
 #undef FD_REGS68
 #undef FD_REGS96
 
+// ---- the exact mode: fp16 pairs --------------------------------------------------
+// With TF32 off (Params::tf32 false) the wgmma kernel runs each GEMM on fp16
+// pairs: an fp32 operand v, scaled by a power of two s (below), is hi =
+// fp16(s v) and lo = fp16(s v - hi), 22 significant bits between them (3xTF32
+// keeps as many), and a product a b is ah bh + ah bl + al bh (fp16 products
+// are exact in the fp32 accumulators; al bl, ~2^-22 of a b, is left out, as
+// 3xTF32 leaves it out). A pair takes the bytes of one fp32 and a k16 wgmma
+// those of a k8 TF32 one at twice its rate, so x^T, h3^T and the ring keep
+// their sizes and the three products cost 1.5 TF32 passes of tensor time.
+// (3xTF32 on wgmma needs x's and h3's low parts in shared memory beside
+// them, which do not fit at T = 128; kernels/NOTES.md.)
+//
+// fp16 has 5 exponent bits: hi overflows at 65520 and loses bits below
+// 2^-14, so every operand is scaled by a power of two (exact) that puts its
+// largest magnitude in [2^14, 2^15): values from there down to 2^-3 keep all
+// 22 bits, and below that the absolute error stays under 2^-25 in scaled
+// units, 2^-40 of the largest. The scales are per tensor, from maxima one
+// kernel (amax_kernel) takes before the packing: x, W1, W2 by their own
+// maxima; h3 (made in the kernel) by a bound, |h3| <= |h2| <= K max|wd| (C
+// max|W1| max|x| + max|b1|) + max|bd|, which is loose (~2^7 at the headline's
+// random weights) but needs no pass over h3. The products come out scaled by
+// 2^(k1 + kx) (GEMM1) and 2^(k2 + kh) (GEMM2) and are scaled back in fp32.
+
+// fp16 pairs of two fp32 values (a in the low half: the lower k index), by
+// round-to-nearest; and back.
+__device__ __forceinline__ uint32_t f16x2(float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+__device__ __forceinline__ float2 f16x2_value(uint32_t h) {
+  float2 v;
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(v.x), "=f"(v.y)
+      : "r"(h));
+  return v;
+}
+// The hi and lo fp16 pairs of (a, b).
+struct F16Pair {
+  uint32_t hi, lo;
+};
+__device__ __forceinline__ F16Pair split_f16(float a, float b) {
+  const uint32_t hi = f16x2(a, b);
+  const float2 h = f16x2_value(hi);
+  return F16Pair{hi, f16x2(a - h.x, b - h.y)};
+}
+// Four consecutive K values (4 channels at one position) as one 16-byte
+// K-core entry in the exact mode's mixed order: their hi pairs, then their lo
+// pairs (see the depthwise: GEMM2's A repeats W2's values over both).
+__device__ __forceinline__ uint4 split_f16_4(float4 v) {
+  const F16Pair p = split_f16(v.x, v.y), q = split_f16(v.z, v.w);
+  return make_uint4(p.hi, q.hi, p.lo, q.lo);
+}
+
+// |v| where finite, else 0.
+__device__ __forceinline__ float finite_abs(float v) { return fabsf(v) < INFINITY ? fabsf(v) : 0.0f; }
+// Partial maxima of |value| over x, W1, b1, wd, bd and W2, one per CTA and
+// quantity: partials[q * kAmaxBlocks + CTA]. Infinities and NaNs are passed
+// over: they reach y through the arithmetic as they reach the reference's (an
+// infinity taken into the maximum would scale every finite value to 0).
+__global__ void __launch_bounds__(exact::kAmaxThreads) amax_kernel(Params p, float* partials) {
+  using namespace exact;
+  float m[kQuantities] = {};
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t nx = p.B * p.C * p.L;
+  int64_t from = 0;  // x by 16-byte loads where it is 16-byte aligned
+  if (reinterpret_cast<uintptr_t>(p.x) % sizeof(float4) == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(p.x);
+    for (int64_t i = first; i < nx / kVec; i += stride) {
+      const float4 v = __ldcs(x4 + i);
+      m[kX] = fmaxf(m[kX], fmaxf(fmaxf(finite_abs(v.x), finite_abs(v.y)), fmaxf(finite_abs(v.z), finite_abs(v.w))));
+    }
+    from = nx / kVec * kVec;
+  }
+  for (int64_t i = from + first; i < nx; i += stride) m[kX] = fmaxf(m[kX], finite_abs(__ldcs(p.x + i)));
+  auto over = [&](Quantity q, const float* a, int64_t n) {
+    for (int64_t i = first; i < n; i += stride) m[q] = fmaxf(m[q], finite_abs(__ldg(a + i)));
+  };
+  over(kW1, p.w1, p.E * p.C);
+  over(kB1, p.b1, p.E);
+  over(kWd, p.wd, p.E * p.K);
+  over(kBd, p.bd, p.E);
+  over(kW2, p.w2, p.C * p.E);
+  __shared__ float warp_max[kAmaxThreads / kWarpSize][kQuantities];
+#pragma unroll
+  for (int q = 0; q < kQuantities; ++q) {
+    for (int o = kWarpSize / 2; o > 0; o /= 2) m[q] = fmaxf(m[q], __shfl_xor_sync(0xffffffffu, m[q], o));
+    if (threadIdx.x % kWarpSize == 0) warp_max[threadIdx.x / kWarpSize][q] = m[q];
+  }
+  __syncthreads();
+  if (threadIdx.x < kQuantities) {
+    float v = 0.0f;
+    for (int w = 0; w < kAmaxThreads / kWarpSize; ++w) v = fmaxf(v, warp_max[w][threadIdx.x]);
+    partials[threadIdx.x * kAmaxBlocks + blockIdx.x] = v;
+  }
+}
+
+// The exponent k that puts m's largest power of two at 2^(kTopExp - 1):
+// 2^k m in [2^14, 2^15), within +-kMaxShift; 0 for m = 0 (or NaN),
+// -kMaxShift for m = inf.
+__device__ __forceinline__ int scale_exp(double m) {
+  using namespace exact;
+  if (!(m > 0.0)) return 0;
+  int e = 0;
+  frexp(m, &e);  // m in [2^(e-1), 2^e); inf gives a huge e
+  const int k = m < INFINITY ? kTopExp - e : -kMaxShift;
+  return k < -kMaxShift ? -kMaxShift : k > kMaxShift ? kMaxShift : k;
+}
+// The scale exponents, from the partial maxima (by the whole CTA: every
+// thread must call it; the result in every thread).
+struct ScaleExps {
+  int kx, k1, k2, kh;
+};
+__device__ ScaleExps scale_exps(const Params& p, const float* partials) {
+  using namespace exact;
+  __shared__ float m[kQuantities];
+  if (threadIdx.x < kQuantities) {
+    float v = 0.0f;
+    for (int b = 0; b < kAmaxBlocks; ++b) v = fmaxf(v, partials[threadIdx.x * kAmaxBlocks + b]);
+    m[threadIdx.x] = v;
+  }
+  __syncthreads();
+  const double h3_bound =
+      static_cast<double>(p.K) * m[kWd] * (static_cast<double>(p.C) * m[kW1] * m[kX] + m[kB1]) + m[kBd];
+  const ScaleExps s{scale_exp(m[kX]), scale_exp(m[kW1]), scale_exp(m[kW2]), scale_exp(h3_bound)};
+  __syncthreads();  // m is read by all before any thread leaves (a later call reuses it)
+  return s;
+}
+
 // ---- weight packing ----------------------------------------------------------
 // One CTA per ring fill of a tile (WgLayout's order), then (without kG2T) one
 // per W2 stage. W1 stage: [64 e][16 c] of a chunk in core matrices; W2^T
@@ -1397,10 +1576,40 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const float4& a, uint64
 // by K-core (GEMM2's B); W2 stage: [kG2Rows c][8 e] of a half and a chunk in
 // register order (wgmma_rs's A, block by block). All TF32-rounded, zero
 // outside the matrices and in a fill's unused tail.
-template <class W>
+// kExact (the fp16 pairs, WgHead only): a W1 stage's 16 k-columns of 32 bits
+// are the hi pairs of its 16 channels, then their lo pairs (core_k 0-7 and
+// 8-15: two k16 steps' A); a k-step's W2 stages are two, of its hi pairs and
+// of its lo pairs, each in the mixed K order of h3^T (split_f16_4: channels
+// 0-3 twice, then 4-7 twice, so that one k16 wgmma takes W2 hi against h3's
+// hi and lo at once). CTA 0 also writes the kernel's scales.
+template <class W, bool kExact>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
-  const WgLayout<W> lay(p.C, p.E);
+  static_assert(!kExact || !W::kG2T, "the exact mode's GEMM2 takes W2 from registers");
+  const WgLayout<W> lay(p.C, p.E, kExact);
   const int64_t i = blockIdx.x;
+  float s1 = 1.0f, s2 = 1.0f;  // W1's and W2's scales
+  if constexpr (kExact) {
+    const ScaleExps k = scale_exps(p, p.workspace + lay.partials());
+    s1 = ldexpf(1.0f, k.k1);
+    s2 = ldexpf(1.0f, k.k2);
+    if (i == 0 && threadIdx.x == 0) {
+      float* out = p.workspace + lay.scales();
+      out[exact::kSx] = ldexpf(1.0f, k.kx);
+      out[exact::kSh] = ldexpf(1.0f, k.kh);
+      out[exact::kUndo1] = ldexpf(1.0f, -(k.k1 + k.kx));
+      out[exact::kUndo2] = ldexpf(1.0f, -(k.k2 + k.kh));
+      out[exact::kResidual] = ldexpf(1.0f, k.k2 + k.kh);
+    }
+  }
+  // element (row, col) of an [rows, cols] matrix scaled by s, 0 outside it
+  auto at = [](const float* m, int64_t rows, int64_t cols, int64_t row, int64_t col, float s) {
+    return row < rows && col < cols ? m[row * cols + col] * s : 0.0f;
+  };
+  // the hi (part 0) or lo (part 1) fp16 pair of (a, b), as a float's bits
+  auto pair = [](float a, float b, int part) {
+    const F16Pair h = split_f16(a, b);
+    return __uint_as_float(part == 0 ? h.hi : h.lo);
+  };
   if (i < lay.fills()) {
     float* dst = p.workspace + i * W::kSlotFloats;
     const Turns::Fill f = tile_turns(lay).fill_of(static_cast<int>(i));
@@ -1409,28 +1618,44 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
       if (!f.w2 && r < W::kSlotStages * kStageFloats) {
         const int rs = r % kStageFloats;
         const int64_t e = static_cast<int64_t>(f.chunk) * kEChunk + core_row(rs, kG1StageK);
-        const int64_t c = static_cast<int64_t>(f.first + r / kStageFloats) * kG1StageK + core_k(rs, kG1StageK);
-        if (e < p.E && c < p.C) v = p.w1[e * p.C + c];
+        const int64_t c0 = static_cast<int64_t>(f.first + r / kStageFloats) * kG1StageK;
+        const int k = core_k(rs, kG1StageK);
+        if constexpr (kExact) {
+          constexpr int kPairs = kG1StageK / 2;  // the stage's hi pairs, then its lo pairs
+          const int64_t c = c0 + 2 * (k % kPairs);
+          v = pair(at(p.w1, p.E, p.C, e, c, s1), at(p.w1, p.E, p.C, e, c + 1, s1), k / kPairs);
+        } else {
+          v = tf32_round(at(p.w1, p.E, p.C, e, c0 + k, 1.0f));
+        }
       } else if (f.w2 && r < W::kG2SlotSteps * W::kG2StageFloats) {
         constexpr int kKCoreFloats = W::kG2Rows * kCoreK;  // a K-core: kG2Rows rows of 4
         const int o = r % W::kG2StageFloats, n = o % kKCoreFloats / kCoreK, k = o / kKCoreFloats * kCoreK + o % kCoreK;
         const int64_t c = static_cast<int64_t>(f.half) * W::kG2Rows + n;
         const int64_t e = static_cast<int64_t>(f.chunk) * kEChunk + (f.first + r / W::kG2StageFloats) * kMmaK + k;
-        if (c < p.C && e < p.E) v = p.w2[c * p.E + e];
+        v = tf32_round(at(p.w2, p.C, p.E, c, e, 1.0f));
       }
-      dst[r] = tf32_round(v);
+      dst[r] = v;
     }
   } else {
-    const int64_t i2 = i - lay.fills();  // (chunk, half, step)
+    const int64_t i2 = i - lay.fills();  // (chunk, half, step, part)
+    const int stages = kG2StagesPerChunk * lay.a2;  // a chunk's and half's
     float* dst = p.workspace + lay.w2() + i2 * W::kG2StageFloats;
-    const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
-    const int step = static_cast<int>(i2 % kG2StagesPerChunk);
+    const int64_t chunk = i2 / (kWarpgroups * stages), half = i2 / stages % kWarpgroups;
+    const int step = static_cast<int>(i2 % stages) / lay.a2, part = static_cast<int>(i2 % lay.a2);
     for (int r = threadIdx.x; r < W::kG2StageFloats; r += blockDim.x) {
       const int v4 = r % kVec, t = r / kVec % kWarpgroupThreads, m = r / (kVec * kWarpgroupThreads);
       const int lane = t % kWarpSize, row = m * kWgmmaM + t / kWarpSize * kMmaM + lane / 4 + (v4 % 2) * kCoreRows;
-      const int k = lane % 4 + (v4 / 2) * kCoreK;
-      const int64_t c = half * W::kG2Rows + row, e = chunk * kEChunk + step * kMmaK + k;
-      dst[r] = tf32_round(c < p.C && e < p.E ? p.w2[c * p.E + e] : 0.0f);
+      const int64_t c = half * W::kG2Rows + row;
+      if constexpr (kExact) {
+        // k16 index kk of the pair (kk, kk + 1): K-core kk / 8 of the step,
+        // its hi (kk % 8 < 4) or lo half: channel 4 (kk / 8) + kk % 4
+        const int kk = 2 * (lane % 4) + (v4 / 2) * kMmaK;
+        const int64_t e = chunk * kEChunk + step * kMmaK + kk / kMmaK * kCoreK + kk % kCoreK;
+        dst[r] = pair(at(p.w2, p.C, p.E, c, e, s2), at(p.w2, p.C, p.E, c, e + 1, s2), part);
+      } else {
+        const int k = lane % 4 + (v4 / 2) * kCoreK;
+        dst[r] = tf32_round(at(p.w2, p.C, p.E, c, chunk * kEChunk + step * kMmaK + k, 1.0f));
+      }
     }
   }
   pack_taps(p, p.workspace + lay.taps(), lay.nc * kEChunk);
@@ -1555,19 +1780,20 @@ __device__ __forceinline__ void load_landed(const float* region, int lane,
       v[j][k] = j + 1 < W::kXtColsPerLane || n < W::kNX ? region[k * W::kNX + n] : 0.0f;
   }
 }
-// ... written to a K-core region in x^T's order (column n's 4 channels at 4n), TF32-rounded.
-template <class W>
+// ... written to a K-core region in x^T's order (column n's 4 channels at 4n),
+// TF32-rounded (kRound) or as they are.
+template <class W, bool kRound>
 __device__ __forceinline__ void store_turned(float* region, int lane,
                                              const float (&v)[W::kXtColsPerLane][kCoreK]) {
+  auto r = [](float x) { return kRound ? tf32_round(x) : x; };
 #pragma unroll
   for (int j = 0; j < W::kXtColsPerLane; ++j) {
     const int n = lane + j * kWarpSize;
     if (j + 1 < W::kXtColsPerLane || n < W::kNX)
-      *reinterpret_cast<float4*>(region + n * kCoreK) =
-          make_float4(tf32_round(v[j][0]), tf32_round(v[j][1]), tf32_round(v[j][2]), tf32_round(v[j][3]));
+      *reinterpret_cast<float4*>(region + n * kCoreK) = make_float4(r(v[j][0]), r(v[j][1]), r(v[j][2]), r(v[j][3]));
   }
 }
-template <class W, int kStageWarps>
+template <class W, int kStageWarps, bool kRound>
 __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, int64_t L, int c16, int64_t xcol0,
                                            int sw) {
   constexpr int kNX = W::kNX, kXtKCoreFloats = W::kXtKCoreFloats, kXtGranules = W::kXtGranules;
@@ -1594,28 +1820,63 @@ __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, in
     __syncwarp();  // region kc0 + r's landed K-core was read in the step before
     float v[kXtColsPerLane][kCoreK];
     load_landed<W>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
-    store_turned<W>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
+    store_turned<W, kRound>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
   }
   __syncwarp();
-  store_turned<W>(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
+  store_turned<W, kRound>(xt + (kc0 + run - 1) * kXtKCoreFloats, lane, held);
+}
+
+// The exact mode's x^T: from fp32 in x^T's order to fp16 pairs, in place,
+// W1 stage by W1 stage (16 channels, 4 K-cores): a position's 16 values
+// scaled by sx become the hi pairs of channels 0-7 and 8-15 (K-cores 0, 1),
+// then their lo pairs (K-cores 2, 3), as the packed W1 stages' A (GEMM1 takes
+// k16 steps of both). Over the channels below c16, after every stager's
+// values have landed.
+template <class W, int kStageThreads>
+__device__ __forceinline__ void split_x(float* xt, int tid, int c16, float sx) {
+  constexpr int kNX = W::kNX, kKCores = kG1StageK / kCoreK;
+  static_assert(kKCores == 4, "a stage's 16 values: 4 K-cores in, 2 hi and 2 lo out");
+  const int items = c16 / kG1StageK * kNX;  // (stage, position), positions fastest: conflict-free
+#pragma unroll 2
+  for (int i = tid; i < items; i += kStageThreads) {
+    float* const at = xt + (i / kNX) * kKCores * W::kXtKCoreFloats + (i % kNX) * kCoreK;
+    float4 v[kKCores];
+#pragma unroll
+    for (int c = 0; c < kKCores; ++c) v[c] = *reinterpret_cast<const float4*>(at + c * W::kXtKCoreFloats);
+    F16Pair h[kKCores * 2];  // channel pairs (0, 1) .. (14, 15)
+#pragma unroll
+    for (int c = 0; c < kKCores; ++c) {
+      h[2 * c] = split_f16(v[c].x * sx, v[c].y * sx);
+      h[2 * c + 1] = split_f16(v[c].z * sx, v[c].w * sx);
+    }
+    uint4* const out = reinterpret_cast<uint4*>(at);
+    constexpr int kCoreStride = W::kXtKCoreFloats / kVec;  // uint4s between K-cores
+    out[0 * kCoreStride] = make_uint4(h[0].hi, h[1].hi, h[2].hi, h[3].hi);
+    out[1 * kCoreStride] = make_uint4(h[4].hi, h[5].hi, h[6].hi, h[7].hi);
+    out[2 * kCoreStride] = make_uint4(h[0].lo, h[1].lo, h[2].lo, h[3].lo);
+    out[3 * kCoreStride] = make_uint4(h[4].lo, h[5].lo, h[6].lo, h[7].lo);
+  }
 }
 
 // x^T of a tile by kStageWarps warps (sw: this warp's index among them): by
 // 16-byte copies where x16 (stage_x_16: each warp turns its own K-cores
 // around), else by 4-byte copies and, once every stager's have landed
-// (sync: the stagers' barrier), round_x over all of x^T. The caller fences
-// the result for the tensor cores.
-template <class W, int kStageWarps, class Sync>
+// (sync: the stagers' barrier), round_x over all of x^T. kExact: either way
+// unrounded, then (after sync) split_x into fp16 pairs scaled by sx. The
+// caller fences the result for the tensor cores.
+template <class W, int kStageWarps, bool kExact, class Sync>
 __device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
-                                        int64_t xcol0, int sw, int tid, bool x16, Sync sync) {
+                                        int64_t xcol0, int sw, int tid, bool x16, float sx, Sync sync) {
   if (x16) {
-    stage_x_16<W, kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
+    stage_x_16<W, kStageWarps, !kExact>(xt, xb, C, L, c16, xcol0, sw);
+    if constexpr (kExact) sync();
   } else {
     stage_x_copies<W, kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
     cp_async_wait<0>();
     sync();
-    round_x<W, kStageWarps * kWarpSize>(xt, tid);
+    if constexpr (!kExact) round_x<W, kStageWarps * kWarpSize>(xt, tid);
   }
+  if constexpr (kExact) split_x<W, kStageWarps * kWarpSize>(xt, tid, c16, sx);
 }
 
 // ---- the residual and the epilogue ----------------------------------------------
@@ -1719,12 +1980,18 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 // next lane of the quad (for q = 3, lane q = 0's next n8 tile), plus columns
 // 0 and kTileT - 1 alone: with 4-byte accesses such a tile's epilogue took ~35k
 // cycles against ~14k (clock trace, 28 x 4099 against the headline).
-template <class W>
+// kExact: the accumulators hold y - b2 scaled by 1 / undo (exact::kUndo2).
+template <class W, bool kExact>
 __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C,
-                                        int64_t L, int64_t b, int64_t t0, int half, int wq) {
+                                        int64_t L, int64_t b, int64_t t0, int half, int wq, float undo) {
   constexpr int kG2Blocks = W::kG2Blocks, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
+  static_assert(!kExact || !W::kG2T, "the exact mode: WgHead only");
+  auto out = [undo](float a, float bias) {
+    if constexpr (kExact) return fmaf(a, undo, bias);
+    else return a + bias;
+  };
   if constexpr (W::kG2T) {
     const G2TLane e(C, L, b, t0, half * kG2Rows, wq, g, q);
     // b2 of the lane's channels first, all in flight together: loaded just
@@ -1758,8 +2025,8 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
         const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column kTileT - 1 alone
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
-          const float v0 = a[nt * 4] + bias, v1 = a[nt * 4 + 1] + bias;
-          const float next0 = nt + 1 < kNTiles ? a[(nt + 1) * 4] + bias : 0.0f;
+          const float v0 = out(a[nt * 4], bias), v1 = out(a[nt * 4 + 1], bias);
+          const float next0 = nt + 1 < kNTiles ? out(a[(nt + 1) * 4], bias) : 0.0f;
           const float nb = __shfl_sync(0xffffffffu, q == 0 ? next0 : v0, next_lane);
           float* const yp = yr + col0 + nt * kMmaN;
           if (!row_ok) continue;
@@ -1768,13 +2035,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
           else
             __stcs(yp, v1);
         }
-        if (row_ok && sh == 1 && q == 0) __stcs(yr, a[0] + bias);
+        if (row_ok && sh == 1 && q == 0) __stcs(yr, out(a[0], bias));
       } else if (row_ok) {  // a row's last tile: one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
           const int col = i / 2 * kMmaN + i % 2;
-          if (col < left) __stcs(yr + 2 * q + col, a[i / 2 * 4 + i % 2] + bias);
+          if (col < left) __stcs(yr + 2 * q + col, out(a[i / 2 * 4 + i % 2], bias));
         }
       }
     }
@@ -1792,8 +2059,10 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
 // warpgroup writes its channels of y from its accumulators after its last
 // turn of the tile, while the other runs a turn, and loads the next tile's x
 // into them, in flight under its first turn.
-template <class W>
+// kExact: the GEMMs on fp16 pairs (see "the exact mode"), WgHead only.
+template <class W, bool kExact>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
+  static_assert(!kExact || !W::kG2T, "the exact mode's GEMM2 takes W2 from registers");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kTileT = W::kTileT, kNX = W::kNX, kG1Acc = W::kG1Acc, kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc;
   constexpr int kHRowFloats = W::kHRowFloats, kHWarpFloats = W::kHWarpFloats, kHBufFloats = W::kHBufFloats;
@@ -1832,8 +2101,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
            0;
   };
 
-  const Layout lay(p.C, p.E);
+  const Layout lay(p.C, p.E, kExact);
   const Turns turns = tile_turns(lay);
+  // The exact mode's scales (exact::Scale), read where used.
+  auto scale = [&](exact::Scale k) { return __ldg(p.workspace + Layout(p.C, p.E, kExact).scales() + k); };
+  auto x_scale = [&] { return kExact ? scale(exact::kSx) : 1.0f; };
   // lay.fills() in 32 bits: the ring's slot fills of a tile (at least one)
   const int total_fills = turns.fill0(turns.count());
   const float* ws = p.workspace;
@@ -1868,16 +2140,21 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  stage_x<W, kWarps>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16, tile_t0(blockIdx.x) - kMaxHalf, warp,
-                  threadIdx.x, x16(), [] { __syncthreads(); });
+  stage_x<W, kWarps, kExact>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16,
+                             tile_t0(blockIdx.x) - kMaxHalf, warp, threadIdx.x, x16(), x_scale(),
+                             [] { __syncthreads(); });
   fence_proxy_async();
   __syncthreads();
 
   float acc[kG2Blocks][kG2Acc];
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
-  auto taps = [&] { return p.workspace + Layout(p.C, p.E).taps(); };
-  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E).w2()); };
+  auto taps = [&] { return p.workspace + Layout(p.C, p.E, kExact).taps(); };
+  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E, kExact).w2()); };
+  // GEMM2's register stages a k-step (the exact mode: W2's hi and lo pairs),
+  // a chunk's, its slots, and a turn's most
+  constexpr int kA2 = kExact ? 2 : 1, kW2Stages = kG2StagesPerChunk * kA2;
+  constexpr int kW2SlotsPerChunk = kW2Stages / kG2SlotStages, kMaxW2Slots = 2 * kW2SlotsPerChunk;
   const uint64_t x_desc0 = smem_desc(xt_smem, W::kXtKCoreBytes, kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
@@ -1908,7 +2185,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // GEMM1's A comes through the ring. The turn's ring fills are the
       // tile's fill0.., its GEMM1's from fill0 + g1_at on.
       const bool has_g1 = j < turns.nc;
-      const int g2 = turns.g2_stages(j) / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
+      const int g2 = turns.g2_stages(j) * kA2 / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
       const int first = turns.first_g2(j), fill0 = turns.fill0(j);
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
@@ -1920,10 +2197,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const int i = a2_at(h, m);
         return make_float4(acc1[i], acc1[i + 1], acc1[i + 2], acc1[i + 3]);
       };
-      auto w2_src = [&](int u, int h, int m) {  // this thread's float4 of slot u, k-step h, block m
-        const int t = u * kG2SlotStages + h, chunk = first + t / kG2StagesPerChunk;
-        const int64_t stage =  // (chunk, this turn's half of C, k-step), as WgLayout
-            (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk + t % kG2StagesPerChunk;
+      auto w2_src = [&](int u, int h, int m) {  // this thread's float4 of slot u, stage h, block m
+        const int t = u * kG2SlotStages + h, chunk = first + t / kW2Stages;
+        const int64_t stage =  // (chunk, this turn's half of C, k-step and part), as WgLayout
+            (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kW2Stages + t % kW2Stages;
         return w2_frags() + threadIdx.x % kWarpgroupThreads + (stage * kG2Blocks + m) * kWarpgroupThreads;
       };
       auto load_a2 = [&](int u) {
@@ -1988,7 +2265,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         fence_operands<kG2SlotStages * kG2Blocks * kVec>(acc1);
         if (u + 1 < g2) load_a2(u + 1);
         if (u + 2 < g2) prefetch_a2(u + 2);
-        if (frees_other && u == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+        if (frees_other && u == kW2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
       // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
       // group, and once the previous slot's group is done, retire that one
@@ -2026,16 +2303,30 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           }
         }
       } else {
+        if constexpr (kExact) {
+          // The residual (init_acc) scaled as the products will be, before the
+          // tile's first GEMM2 (turn 2 or 3, whichever this warpgroup owns).
+          if (j < 4 && g2 > 0) {
+            const float r = scale(exact::kResidual);
 #pragma unroll
-      for (int u = 0; u < kMaxG2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+            for (int m = 0; m < kG2Blocks; ++m)
+#pragma unroll
+              for (int i = 0; i < kG2Acc; ++i) acc[m][i] *= r;
+          }
+        }
+#pragma unroll
+      for (int u = 0; u < kMaxW2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
         if (u < g2) {
           wgmma_fence();
 #pragma unroll
           for (int h = 0; h < kG2SlotStages; ++h) {
-            const int t = u * kG2SlotStages + h;
+            const int t = (u * kG2SlotStages + h) / kA2;  // the turn's k-step (the exact mode: hi, then lo)
             const uint64_t b_desc = h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk);
 #pragma unroll
-            for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2_frag(h, m), b_desc);
+            for (int m = 0; m < kG2Blocks; ++m) {
+              if constexpr (kExact) wgmma_rs_f16(acc[m], a2_frag(h, m), b_desc);
+              else wgmma_rs(acc[m], a2_frag(h, m), b_desc);
+            }
           }
           wgmma_commit();
           wgmma_wait<0>();
@@ -2061,9 +2352,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
         if (j == turns.nc && !last_tile()) {
           const int next = tile + gridDim.x;
-          stage_x<W, kGroupWarps>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16, tile_t0(next) - kMaxHalf, wq,
-                               threadIdx.x % kWarpgroupThreads, x16(),
-                               [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
+          stage_x<W, kGroupWarps, kExact>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16,
+                                          tile_t0(next) - kMaxHalf, wq, threadIdx.x % kWarpgroupThreads, x16(),
+                                          x_scale(), [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
           fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
         }
         continue;
@@ -2092,7 +2383,33 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           release(r);
         }
       };
-      {
+      if constexpr (kExact) {
+        // A stage's k-steps 0 and 1 are its 16 channels' hi and lo pairs (W1's
+        // and x^T's alike): hi hi, hi lo, lo hi, k16 each.
+        auto g1_stage = [&](const G1Desc& d, int q1) {
+          const G1Desc hi = g1_step<W>(q1), lo = g1_step<W>(q1 + 1);
+          wgmma_ss_f16(acc1, d.a + hi.a, d.b + lo.b);
+          wgmma_ss_f16(acc1, d.a + lo.a, d.b + hi.b);
+        };
+        const G1Desc d0 = g1_base(begin_fill(g1_at), 0);
+        wgmma_ss_f16_overwrite(acc1, d0.a, d0.b);
+        g1_stage(d0, 0);
+#pragma unroll
+        for (int q1 = kG1StepsPerStage; q1 < W::kSlotSteps; q1 += kG1StepsPerStage) {
+          wgmma_ss_f16(acc1, d0.a + g1_step<W>(q1).a, d0.b + g1_step<W>(q1).b);
+          g1_stage(d0, q1);
+        }
+        end_g1(g1_at);
+        for (int u = 1; u < n1; ++u) {
+          const G1Desc d = g1_base(begin_fill(g1_at + u), u * W::kSlotStages);
+#pragma unroll
+          for (int q1 = 0; q1 < W::kSlotSteps; q1 += kG1StepsPerStage) {
+            wgmma_ss_f16(acc1, d.a + g1_step<W>(q1).a, d.b + g1_step<W>(q1).b);
+            g1_stage(d, q1);
+          }
+          end_g1(g1_at + u);
+        }
+      } else {
         const G1Desc d0 = g1_base(begin_fill(g1_at), 0);
         wgmma_ss_overwrite(acc1, d0.a, d0.b);
 #pragma unroll
@@ -2121,14 +2438,20 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
         const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
         const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+        // h1 = GEMM1 + b1 (the exact mode: GEMM1 scaled back first)
+        const float undo1 = kExact ? scale(exact::kUndo1) : 1.0f;
+        auto h1 = [undo1](float a, float b1) {
+          if constexpr (kExact) return fmaf(a, undo1, b1);
+          else return a + b1;
+        };
 #pragma unroll
         for (int nt = 0; nt < kNX / kMmaN; ++nt) {
           const int col = nt * kMmaN + 2 * q;
           if (nt * kMmaN + kMmaN <= kHRowFloats || col < kHRowFloats) {  // not the tail (below)
             *reinterpret_cast<float2*>(warp_h + g * kHRowFloats + col) =
-                make_float2(acc1[nt * 4 + 0] + b1_a, acc1[nt * 4 + 1] + b1_a);
+                make_float2(h1(acc1[nt * 4 + 0], b1_a), h1(acc1[nt * 4 + 1], b1_a));
             *reinterpret_cast<float2*>(warp_h + (g + 8) * kHRowFloats + col) =
-                make_float2(acc1[nt * 4 + 2] + b1_b, acc1[nt * 4 + 3] + b1_b);
+                make_float2(h1(acc1[nt * 4 + 2], b1_b), h1(acc1[nt * 4 + 3], b1_b));
           }
         }
         // The right halo (columns kHRowFloats.. of row r) to lane r: its two
@@ -2143,14 +2466,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
                         "the tail is lanes q = 2, 3 of the last n8 tile");
           const int src = 4 * (lane % 8) + 2;
           const bool upper = lane / 8 % 2 == 1;  // row r % 8 + 8 (lanes 16.. get copies they do not use)
-          const float a0 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src);
-          const float a1 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src);
-          const float a2 = __shfl_sync(0xffffffffu, acc1[kLast + 0] + b1_a, src + 1);
-          const float a3 = __shfl_sync(0xffffffffu, acc1[kLast + 1] + b1_a, src + 1);
-          const float c0 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src);
-          const float c1 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src);
-          const float c2 = __shfl_sync(0xffffffffu, acc1[kLast + 2] + b1_b, src + 1);
-          const float c3 = __shfl_sync(0xffffffffu, acc1[kLast + 3] + b1_b, src + 1);
+          const float a0 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 0], b1_a), src);
+          const float a1 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 1], b1_a), src);
+          const float a2 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 0], b1_a), src + 1);
+          const float a3 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 1], b1_a), src + 1);
+          const float c0 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 2], b1_b), src);
+          const float c1 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 3], b1_b), src);
+          const float c2 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 2], b1_b), src + 1);
+          const float c3 = __shfl_sync(0xffffffffu, h1(acc1[kLast + 3], b1_b), src + 1);
           tail = upper ? make_float4(c0, c1, c2, c3) : make_float4(a0, a1, a2, a3);
           // Padding: columns from col_hi on (col_lo <= kMaxHalf never reaches the tail).
           if (kHRowFloats + 0 >= col_hi) tail.x = 0.0f;
@@ -2202,6 +2525,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
                         "a lane: 16 outputs, 6 windows, the last a row's tail in the last block");
           const int rr = lane % kCoreK, blk = lane / kCoreK;
           const bool odd = rr & 1, hi = rr & 2;
+          const float sh = kExact ? scale(exact::kSh) : 1.0f;  // h3's scale
 #pragma unroll 1
           for (int kc = 0; kc < kDwGroups; ++kc) {
             place_tails(kc);
@@ -2219,7 +2543,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               win[w * kVec + 0] = q.x, win[w * kVec + 1] = q.y, win[w * kVec + 2] = q.z, win[w * kVec + 3] = q.w;
             }
             float h[kRun];
-            depthwise_run<kRun, true>(win, tap, h);
+            depthwise_run<kRun, !kExact>(win, tap, h);
             __syncwarp();
             // K-core kc, position n's 4 channels at 4n: lane rr writes positions kRun blk + 4i + rr
             float* const core = warp_h + kc * kH3CoreFloats;
@@ -2237,8 +2561,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               const float t1 = __shfl_xor_sync(0xffffffffu, hi ? co : co2, 2);
               // (2-way bank conflicts: blocks 2k and 2k + 1 share banks; a swizzle
               // that removed them measured no faster, kernels/NOTES.md)
-              reinterpret_cast<float4*>(core)[blk * kRun + kCoreK * i + rr] =
-                  hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
+              const float4 v = hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
+              if constexpr (kExact)  // scaled, in fp16 pairs: hi, then lo (split_f16_4)
+                reinterpret_cast<uint4*>(core)[blk * kRun + kCoreK * i + rr] =
+                    split_f16_4(make_float4(v.x * sh, v.y * sh, v.z * sh, v.w * sh));
+              else
+                reinterpret_cast<float4*>(core)[blk * kRun + kCoreK * i + rr] = v;
             }
           }
         } else {
@@ -2281,7 +2609,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     }
 
     // ---- this warpgroup's last turn of the tile is done: its channels of y ----
-    store_y<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    store_y<W, kExact>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq,
+                       kExact ? scale(exact::kUndo2) : 1.0f);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
@@ -2371,7 +2700,7 @@ Path select_path(const Params& p, int device) {
                   "one check covers the C <= 256 tilings");
     if (p.C <= tc::C256::kCMax && smem >= tc::C256::kSmemBytes) {
       const bool long_tile = choose_c256_tile(p, device) == tc::C256::kTileT;
-      return p.tf32 && long_tile && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
+      return long_tile && wgmma_built_for(device) ? Path::kWgmma : Path::kTensorCore;
     }
 #if defined(FUSED_DWSEP_SM90A)
     if (p.C <= wg::WgWide::kCMax && p.tf32 && wgmma_built_for(device) && smem >= wg::WgWide::kSmemBytes)
@@ -2403,10 +2732,14 @@ TcLaunch tc_launch(bool tf32) {
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma && !p.tf32) {  // the exact mode: WgHead (select_path)
+    using W = wg::WgHead;
+    return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, true>, W::kSmemBytes, W::kTileT, W::kCMax};
+  }
   if (path == Path::kWgmma)
     return with_wg_tile(p.C, [](auto tile) {
       using W = decltype(tile);
-      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W>, W::kSmemBytes, W::kTileT, W::kCMax};
+      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, false>, W::kSmemBytes, W::kTileT, W::kCMax};
     });
 #endif
   if (path == Path::kTensorCoreWide)
@@ -2429,9 +2762,9 @@ size_t workspace_floats(const Params& p, int device) {
   const TcLaunch tl = tc_launch(path, p, device);
   int64_t floats = tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats();
 #if defined(FUSED_DWSEP_SM90A)
-  if (path != Path::kTensorCoreWide && p.tf32 && wgmma_built_for(device)) {
-    const int64_t wg_floats =
-        with_wg_tile(p.C, [&](auto tile) { return wg::WgLayout<decltype(tile)>(p.C, p.E).total_floats(); });
+  if (wgmma_built_for(device) && (p.tf32 ? path != Path::kTensorCoreWide : p.C <= wg::WgHead::kCMax)) {
+    const int64_t wg_floats = with_wg_tile(
+        p.C, [&](auto tile) { return wg::WgLayout<decltype(tile)>(p.C, p.E, !p.tf32).total_floats(); });
     floats = wg_floats > floats ? wg_floats : floats;
   }
 #endif
@@ -2453,13 +2786,20 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage
+  if (path == Path::kWgmma && !p.tf32) {  // the exact mode: the maxima, then the packing and scales
+    using W = wg::WgHead;
+    const wg::WgLayout<W> lay(p.C, p.E, true);
+    if (lay.pack_blocks() > INT32_MAX) return cudaErrorInvalidValue;
+    wg::amax_kernel<<<wg::exact::kAmaxBlocks, wg::exact::kAmaxThreads, 0, stream>>>(p, p.workspace + lay.partials());
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    wg::pack_weights_kernel<W, true><<<static_cast<unsigned>(lay.pack_blocks()), kPackThreads, 0, stream>>>(p);
+  } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage
     const bool packed = with_wg_tile(p.C, [&](auto tile) {
       using W = decltype(tile);
-      const wg::WgLayout<W> lay(p.C, p.E);
+      const wg::WgLayout<W> lay(p.C, p.E, false);
       const int64_t blocks = lay.pack_blocks();
       if (blocks > INT32_MAX) return false;
-      wg::pack_weights_kernel<W><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
+      wg::pack_weights_kernel<W, false><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
       return true;
     });
     if (!packed) return cudaErrorInvalidValue;
