@@ -20,9 +20,9 @@
 //   [C x 64] x [64 x 128] accumulates into registers. The epilogue adds b2 and x and
 //   writes y once. Weights are packed per call into mma A-fragment order
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
-// * wgmma kernel (C <= 384, TF32 mode, compute capability 9.0 built as
-//   sm_90a): T = 128 for C <= 256 (the mma.sync kernel's C256 tile), 64 for
-//   256 < C <= 384 (WgTile), with Hopper's warpgroup mma, activations read
+// * wgmma kernel (compute capability 9.0 built as sm_90a; C <= 384 in the
+//   TF32 mode, C <= 256 in the exact mode): T = 128 for C <= 256 (the
+//   mma.sync kernel's C256 tile), 64 for 256 < C <= 384 (WgTile), with Hopper's warpgroup mma, activations read
 //   by the tensor cores from shared memory, W1 streamed by bulk copies,
 //   and the two warpgroups taking turns on the tensor cores so that one runs
 //   the depthwise while the other runs GEMMs; persistent (one CTA per SM
@@ -33,9 +33,10 @@
 //
 // Numerics (Params::tf32): true rounds both operands of both GEMMs to TF32
 // with round-to-nearest (cvt.rna) and accumulates in fp32, matching cuDNN
-// under allow_tf32; false is fp32-accurate: 3xTF32 on the tensor cores
-// (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al). The depthwise and GELU
-// always run in fp32.
+// under allow_tf32; false is fp32-accurate, three products on the tensor
+// cores (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al): TF32 pairs (3xTF32)
+// in the mma.sync kernel, scaled fp16 pairs in the wgmma kernel (see "the
+// exact mode" there). The depthwise and GELU always run in fp32.
 //
 // Build (no torch headers needed): nvcc -gencode=arch=compute_90a,code=sm_90a
 // -DFUSED_DWSEP_SM90A -O3 -c fused_dwsep.cu for an H100/H200 (with the wgmma
@@ -831,8 +832,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 
 #if defined(FUSED_DWSEP_SM90A)
 // ---------------------------------------------------------------------------
-// Hopper kernel (sm_90a, TF32 mode): two warpgroups taking turns on the
-// tensor cores
+// Hopper kernel (sm_90a): two warpgroups taking turns on the tensor cores
 // ---------------------------------------------------------------------------
 //
 // One batch row and T positions a tile (x^T with its halo staged once in
@@ -865,10 +865,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 // (cp.async.bulk), one mbarrier per slot; the warpgroup whose turn it is
 // issues a slot's wgmmas as one group and refills the slot as soon as that
 // group is done in all its warps. GEMM2's (W2) come straight from L2 into
-// registers, as the wgmma's A operand, two slots ahead: acc1 is dead while
-// GEMM2 runs, which leaves the registers (kernels/NOTES.md, v16).
-// Exact mode (3xTF32) would need the low parts of x in shared memory too,
-// which do not fit: it stays on the mma.sync kernel.
+// registers, as the wgmma's A operand, a slot at a time: acc1 is dead while
+// GEMM2 runs, which leaves the registers (kernels/NOTES.md, v16, v24).
+// The exact mode (TF32 off) runs the same kernel on the 128-position tile with
+// fp16 hi/lo pairs in place of TF32 values (see "the exact mode" below).
 
 namespace wg {
 

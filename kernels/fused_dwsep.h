@@ -23,14 +23,14 @@ struct Params {
   int64_t B, C, E, L, K;
   // true: GEMM operands rounded to TF32 (round-to-nearest), fp32 accumulate,
   //       i.e. what cuDNN does under torch.backends.cudnn.allow_tf32 = True.
-  // false: fp32-accurate GEMMs (3xTF32 on tensor cores).
+  // false: fp32-accurate GEMMs (three products of split operands on tensor cores).
   bool tf32;
 };
 
 enum class Path : int {
   kTensorCore = 0,      // mma.sync fused kernel, 128-position tiles: C <= 256, K <= 9, sm_80+
   kTensorCoreWide = 1,  // mma.sync fused kernel, 64-position tiles: 256 < C <= 512, K <= 9, sm_80+
-  kWgmma = 2,           // wgmma kernel, TF32 mode on sm_90 (built as sm_90a): C <= 384 (T = 128 to 256, then 64)
+  kWgmma = 2,           // wgmma kernel on sm_90 (built as sm_90a): C <= 384 (T = 128 to 256, then 64), exact mode C <= 256
   kNone = 3,            // no kernel here serves the shape (the caller runs PyTorch's own)
 };
 
