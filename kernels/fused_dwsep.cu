@@ -940,6 +940,7 @@ constexpr int kRingSlots = 3;
 constexpr int kG2SlotStages = 4;
 static_assert(kG2StagesPerChunk % kG2SlotStages == 0, "a chunk's W2 stages (a turn's GEMM2 parts) fill whole slots");
 constexpr int kG2SlotsPerChunk = kG2StagesPerChunk / kG2SlotStages;
+constexpr int kMaxG2Slots = 2 * kG2SlotsPerChunk;
 // The right halo of a warp's first 4 rows (the later rows' go where the
 // h3^T cores leave their h1 rows free, see the depthwise): 16 floats a warp.
 constexpr int kTailFloats = kCoreK * kMaxHalf;
@@ -1092,6 +1093,9 @@ constexpr int kMaxShift = 62; // scale exponents within +-62: a product of two s
 // What the packing works out for the kernel (floats at WgLayout::scales()):
 // the scales of x and h3 and the factors that undo GEMM1's and GEMM2's.
 enum Scale { kSx, kSh, kUndo1, kUndo2, kResidual, kScales };
+// h3^T of a warp's 16 rows: K-cores of hi pairs of channels 0-7, their lo
+// pairs, hi of 8-15, lo of 8-15; a k16 step's two K-cores lie this many apart.
+constexpr int kH3StepCores = 2;
 }  // namespace exact
 
 // Packed weights for this kernel: a tile's ring fills in the order the turns
@@ -1103,17 +1107,15 @@ enum Scale { kSx, kSh, kUndo1, kUndo2, kResidual, kScales };
 template <class W>
 struct WgLayout {
   // chunks of E; W1 stages per chunk (C in steps of 16, rounded up to whole
-  // ring slots: a turn's stages fill whole slots; the extra stages are zeros);
-  // W2 stages a GEMM2 k-step (a2: 2 in the exact mode, its hi and lo pairs)
+  // ring slots: a turn's stages fill whole slots; the extra stages are zeros)
   int64_t nc, nkb;
-  int a2;
-  __host__ __device__ WgLayout(int64_t C, int64_t E, bool exact)
-      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), W::kSlotStages)), a2(exact ? 2 : 1) {}
+  __host__ __device__ WgLayout(int64_t C, int64_t E)
+      : nc(ceil_div(E, kEChunk)), nkb(round_up(ceil_div(C, kG1StageK), W::kSlotStages)) {}
   // W1 stages (the ring's), chunk by chunk, then W2 stages: per chunk, per
-  // half of C, per k-step (and hi / lo), GEMM2's A operands in register order
-  // (a float4 per thread and m64 block: block-major, then the warpgroup's threads).
+  // half of C, per k-step, GEMM2's A operands in register order (a float4 per
+  // thread and m64 block: block-major, then the warpgroup's threads).
   __host__ __device__ int64_t w1_stages() const { return nc * nkb; }
-  __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk * a2; }
+  __host__ __device__ int64_t w2_stages() const { return nc * kWarpgroups * kG2StagesPerChunk; }
   // a tile's ring fills: W1's, and with kG2T W2^T's (a GEMM2 slot's
   // kG2SlotSteps k-steps of a chunk and half of C a fill)
   __host__ __device__ int64_t fills() const {
@@ -1485,14 +1487,6 @@ __device__ __forceinline__ F16Pair split_f16(float a, float b) {
   const float2 h = f16x2_value(hi);
   return F16Pair{hi, f16x2(a - h.x, b - h.y)};
 }
-// Four consecutive K values (4 channels at one position) as one 16-byte
-// K-core entry in the exact mode's mixed order: their hi pairs, then their lo
-// pairs (see the depthwise: GEMM2's A repeats W2's values over both).
-__device__ __forceinline__ uint4 split_f16_4(float4 v) {
-  const F16Pair p = split_f16(v.x, v.y), q = split_f16(v.z, v.w);
-  return make_uint4(p.hi, q.hi, p.lo, q.lo);
-}
-
 // |v| where finite, else 0.
 __device__ __forceinline__ float finite_abs(float v) { return fabsf(v) < INFINITY ? fabsf(v) : 0.0f; }
 // Partial maxima of |value| over x, W1, b1, wd, bd and W2, one per CTA and
@@ -1578,14 +1572,13 @@ __device__ ScaleExps scale_exps(const Params& p, const float* partials) {
 // outside the matrices and in a fill's unused tail.
 // kExact (the fp16 pairs, WgHead only): a W1 stage's 16 k-columns of 32 bits
 // are the hi pairs of its 16 channels, then their lo pairs (core_k 0-7 and
-// 8-15: two k16 steps' A); a k-step's W2 stages are two, of its hi pairs and
-// of its lo pairs, each in the mixed K order of h3^T (split_f16_4: channels
-// 0-3 twice, then 4-7 twice, so that one k16 wgmma takes W2 hi against h3's
-// hi and lo at once). CTA 0 also writes the kernel's scales.
+// 8-15: two k16 steps' A); a chunk's 8 W2 stages are, for each warp's 16
+// channels, one k16 step's A of their hi pairs, then of their lo pairs.
+// CTA 0 also writes the kernel's scales.
 template <class W, bool kExact>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   static_assert(!kExact || !W::kG2T, "the exact mode's GEMM2 takes W2 from registers");
-  const WgLayout<W> lay(p.C, p.E, kExact);
+  const WgLayout<W> lay(p.C, p.E);
   const int64_t i = blockIdx.x;
   float s1 = 1.0f, s2 = 1.0f;  // W1's and W2's scales
   if constexpr (kExact) {
@@ -1637,21 +1630,20 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
       dst[r] = v;
     }
   } else {
-    const int64_t i2 = i - lay.fills();  // (chunk, half, step, part)
-    const int stages = kG2StagesPerChunk * lay.a2;  // a chunk's and half's
+    const int64_t i2 = i - lay.fills();  // (chunk, half, step)
     float* dst = p.workspace + lay.w2() + i2 * W::kG2StageFloats;
-    const int64_t chunk = i2 / (kWarpgroups * stages), half = i2 / stages % kWarpgroups;
-    const int step = static_cast<int>(i2 % stages) / lay.a2, part = static_cast<int>(i2 % lay.a2);
+    const int64_t chunk = i2 / (kWarpgroups * kG2StagesPerChunk), half = i2 / kG2StagesPerChunk % kWarpgroups;
+    const int step = static_cast<int>(i2 % kG2StagesPerChunk);
     for (int r = threadIdx.x; r < W::kG2StageFloats; r += blockDim.x) {
       const int v4 = r % kVec, t = r / kVec % kWarpgroupThreads, m = r / (kVec * kWarpgroupThreads);
       const int lane = t % kWarpSize, row = m * kWgmmaM + t / kWarpSize * kMmaM + lane / 4 + (v4 % 2) * kCoreRows;
       const int64_t c = half * W::kG2Rows + row;
       if constexpr (kExact) {
-        // k16 index kk of the pair (kk, kk + 1): K-core kk / 8 of the step,
-        // its hi (kk % 8 < 4) or lo half: channel 4 (kk / 8) + kk % 4
+        // step 2w + part: the k16 step of the chunk's channels 16w.. (the rows
+        // of warp w of the owner), its hi (part 0) or lo pairs (kk, kk + 1)
         const int kk = 2 * (lane % 4) + (v4 / 2) * kMmaK;
-        const int64_t e = chunk * kEChunk + step * kMmaK + kk / kMmaK * kCoreK + kk % kCoreK;
-        dst[r] = pair(at(p.w2, p.C, p.E, c, e, s2), at(p.w2, p.C, p.E, c, e + 1, s2), part);
+        const int64_t e = chunk * kEChunk + step / 2 * kDwRows + kk;
+        dst[r] = pair(at(p.w2, p.C, p.E, c, e, s2), at(p.w2, p.C, p.E, c, e + 1, s2), step % 2);
       } else {
         const int k = lane % 4 + (v4 / 2) * kCoreK;
         dst[r] = tf32_round(at(p.w2, p.C, p.E, c, chunk * kEChunk + step * kMmaK + k, 1.0f));
@@ -2101,10 +2093,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
            0;
   };
 
-  const Layout lay(p.C, p.E, kExact);
+  const Layout lay(p.C, p.E);
   const Turns turns = tile_turns(lay);
   // The exact mode's scales (exact::Scale), read where used.
-  auto scale = [&](exact::Scale k) { return __ldg(p.workspace + Layout(p.C, p.E, kExact).scales() + k); };
+  auto scale = [&](exact::Scale k) { return __ldg(p.workspace + Layout(p.C, p.E).scales() + k); };
   auto x_scale = [&] { return kExact ? scale(exact::kSx) : 1.0f; };
   // lay.fills() in 32 bits: the ring's slot fills of a tile (at least one)
   const int total_fills = turns.fill0(turns.count());
@@ -2149,12 +2141,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   float acc[kG2Blocks][kG2Acc];
   float acc1[kG1Acc];  // GEMM1 of the chunk of the last turn, until its h1 store
   float* const warp_h = hbuf + wgi * kHBufFloats + wq * kHWarpFloats;  // this warp's h rows
-  auto taps = [&] { return p.workspace + Layout(p.C, p.E, kExact).taps(); };
-  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E, kExact).w2()); };
-  // GEMM2's register stages a k-step (the exact mode: W2's hi and lo pairs),
-  // a chunk's, its slots, and a turn's most
-  constexpr int kA2 = kExact ? 2 : 1, kW2Stages = kG2StagesPerChunk * kA2;
-  constexpr int kW2SlotsPerChunk = kW2Stages / kG2SlotStages, kMaxW2Slots = 2 * kW2SlotsPerChunk;
+  auto taps = [&] { return p.workspace + Layout(p.C, p.E).taps(); };
+  auto w2_frags = [&] { return reinterpret_cast<const float4*>(p.workspace + Layout(p.C, p.E).w2()); };
   const uint64_t x_desc0 = smem_desc(xt_smem, W::kXtKCoreBytes, kCoreBytes);
 
   if (wgi == 1) named_arrive<kTokenBarrier>(0, kThreads);  // warpgroup 0 takes the first turn
@@ -2185,7 +2173,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       // GEMM1's A comes through the ring. The turn's ring fills are the
       // tile's fill0.., its GEMM1's from fill0 + g1_at on.
       const bool has_g1 = j < turns.nc;
-      const int g2 = turns.g2_stages(j) * kA2 / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
+      const int g2 = turns.g2_stages(j) / W::kG2SlotSteps, n1 = turns.n1, g1_at = W::kG2T ? g2 : 0;
       const int first = turns.first_g2(j), fill0 = turns.fill0(j);
       // Chunk j-3 (first here) lives in the other warpgroup's buffer, which
       // takes h1 of chunk j-1 once this GEMM2 is done with it.
@@ -2197,10 +2185,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const int i = a2_at(h, m);
         return make_float4(acc1[i], acc1[i + 1], acc1[i + 2], acc1[i + 3]);
       };
-      auto w2_src = [&](int u, int h, int m) {  // this thread's float4 of slot u, stage h, block m
-        const int t = u * kG2SlotStages + h, chunk = first + t / kW2Stages;
-        const int64_t stage =  // (chunk, this turn's half of C, k-step and part), as WgLayout
-            (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kW2Stages + t % kW2Stages;
+      auto w2_src = [&](int u, int h, int m) {  // this thread's float4 of slot u, k-step h, block m
+        const int t = u * kG2SlotStages + h, chunk = first + t / kG2StagesPerChunk;
+        const int64_t stage =  // (chunk, this turn's half of C, k-step), as WgLayout
+            (static_cast<int64_t>(chunk) * kWarpgroups + j % kWarpgroups) * kG2StagesPerChunk + t % kG2StagesPerChunk;
         return w2_frags() + threadIdx.x % kWarpgroupThreads + (stage * kG2Blocks + m) * kWarpgroupThreads;
       };
       auto load_a2 = [&](int u) {
@@ -2265,7 +2253,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         fence_operands<kG2SlotStages * kG2Blocks * kVec>(acc1);
         if (u + 1 < g2) load_a2(u + 1);
         if (u + 2 < g2) prefetch_a2(u + 2);
-        if (frees_other && u == kW2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
+        if (frees_other && u == W::kG2SlotsPerChunk - 1) named_arrive<kFreeBarrier>(1 - wgi, kThreads);
       };
       // Each slot: (ring slots: wait for its bytes,) issue its wgmmas as one
       // group, and once the previous slot's group is done, retire that one
@@ -2282,6 +2270,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         const float* h3t = hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + (s / 2) * kHWarpFloats +
                            (s % 2) * (kMmaK / kCoreK) * kH3CoreFloats;
         return smem_desc(smem_u32(h3t), kH3CoreFloats * sizeof(float), kCoreBytes);
+      };
+      // The exact mode: the k16 step of chunk `chunk`'s channels 16w.. (the rows
+      // of warp w of its owner), their hi (part 0) or lo pairs: K-cores part and
+      // part + 2 of the warp's h3^T (hi pairs of 8 channels, lo pairs, then the
+      // next 8 channels': see the depthwise).
+      auto h3t_exact_desc = [&](int chunk, int w, int part) {
+        const float* h3t =
+            hbuf + ((chunk % kWarpgroups) ^ first_owner) * kHBufFloats + w * kHWarpFloats + part * kH3CoreFloats;
+        return smem_desc(smem_u32(h3t), exact::kH3StepCores * kH3CoreFloats * sizeof(float), kCoreBytes);
       };
       if constexpr (W::kG2T) {
         // GEMM2 transposed, one k-step a stage: acc^T += h3^T[positions, 8 e] W2^T[8 e, this half of C]
@@ -2315,17 +2312,30 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
           }
         }
 #pragma unroll
-      for (int u = 0; u < kMaxW2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
+      for (int u = 0; u < kMaxG2Slots; ++u) {  // GEMM2, one k-step a stage: acc[m] += W2[rows of block m, 8 e] h3^T
         if (u < g2) {
           wgmma_fence();
+          if constexpr (kExact) {
+            // stages 2i, 2i + 1: W2's hi and lo pairs of one k16 step (the 16
+            // channels of one warp's rows), against h3^T's hi and lo
 #pragma unroll
-          for (int h = 0; h < kG2SlotStages; ++h) {
-            const int t = (u * kG2SlotStages + h) / kA2;  // the turn's k-step (the exact mode: hi, then lo)
-            const uint64_t b_desc = h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk);
+            for (int h = 0; h < kG2SlotStages; h += 2) {
+              const int t = u * kG2SlotStages + h, chunk = first + t / kG2StagesPerChunk, w = t % kG2StagesPerChunk / 2;
+              const uint64_t b_hi = h3t_exact_desc(chunk, w, 0), b_lo = h3t_exact_desc(chunk, w, 1);
 #pragma unroll
-            for (int m = 0; m < kG2Blocks; ++m) {
-              if constexpr (kExact) wgmma_rs_f16(acc[m], a2_frag(h, m), b_desc);
-              else wgmma_rs(acc[m], a2_frag(h, m), b_desc);
+              for (int m = 0; m < kG2Blocks; ++m) {
+                wgmma_rs_f16(acc[m], a2_frag(h, m), b_hi);
+                wgmma_rs_f16(acc[m], a2_frag(h, m), b_lo);
+                wgmma_rs_f16(acc[m], a2_frag(h + 1, m), b_hi);
+              }
+            }
+          } else {
+#pragma unroll
+            for (int h = 0; h < kG2SlotStages; ++h) {
+              const int t = u * kG2SlotStages + h;
+              const uint64_t b_desc = h3t_desc(first + t / kG2StagesPerChunk, t % kG2StagesPerChunk);
+#pragma unroll
+              for (int m = 0; m < kG2Blocks; ++m) wgmma_rs(acc[m], a2_frag(h, m), b_desc);
             }
           }
           wgmma_commit();
@@ -2525,9 +2535,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
                         "a lane: 16 outputs, 6 windows, the last a row's tail in the last block");
           const int rr = lane % kCoreK, blk = lane / kCoreK;
           const bool odd = rr & 1, hi = rr & 2;
-          const float sh = kExact ? scale(exact::kSh) : 1.0f;  // h3's scale
-#pragma unroll 1
-          for (int kc = 0; kc < kDwGroups; ++kc) {
+          // Group kc: its outputs, turned so that v[i] holds the group's 4 channels
+          // at position kRun blk + 4i + rr.
+          constexpr int kEntries = kRun / kCoreK;
+          auto group = [&](int kc, float4 (&v)[kEntries]) {
             place_tails(kc);
             const int row = kc * kCoreK + rr;
             float tap[kMaxK + 1];
@@ -2544,11 +2555,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
             }
             float h[kRun];
             depthwise_run<kRun, !kExact>(win, tap, h);
-            __syncwarp();
-            // K-core kc, position n's 4 channels at 4n: lane rr writes positions kRun blk + 4i + rr
-            float* const core = warp_h + kc * kH3CoreFloats;
 #pragma unroll
-            for (int i = 0; i < kRun / kCoreK; ++i) {
+            for (int i = 0; i < kEntries; ++i) {
               const float x0 = h[4 * i], x1 = h[4 * i + 1], x2 = h[4 * i + 2], x3 = h[4 * i + 3];
               // lanes rr, rr ^ 1: each keeps its positions of its parity p and takes the partner's
               const float r0 = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 1);
@@ -2559,14 +2567,44 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               // lanes rr, rr ^ 2: each takes the other pair's rows at its own position
               const float t0 = __shfl_xor_sync(0xffffffffu, hi ? ce : ce2, 2);
               const float t1 = __shfl_xor_sync(0xffffffffu, hi ? co : co2, 2);
-              // (2-way bank conflicts: blocks 2k and 2k + 1 share banks; a swizzle
-              // that removed them measured no faster, kernels/NOTES.md)
-              const float4 v = hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
-              if constexpr (kExact)  // scaled, in fp16 pairs: hi, then lo (split_f16_4)
-                reinterpret_cast<uint4*>(core)[blk * kRun + kCoreK * i + rr] =
-                    split_f16_4(make_float4(v.x * sh, v.y * sh, v.z * sh, v.w * sh));
-              else
-                reinterpret_cast<float4*>(core)[blk * kRun + kCoreK * i + rr] = v;
+              v[i] = hi ? make_float4(t0, t1, ce2, co2) : make_float4(ce, co, t0, t1);
+            }
+          };
+          // (2-way bank conflicts in the stores: blocks 2k and 2k + 1 share banks;
+          // a swizzle that removed them measured no faster, kernels/NOTES.md)
+          if constexpr (kExact) {
+            // Groups in pairs: K-cores 2G and 2G + 1 take the hi and the lo pairs
+            // of the pair's 8 channels (position n's at 16n bytes), which GEMM2
+            // reads as k16 steps of 16 channels (h3t_exact_desc). They overlap h1
+            // rows up to 8G + 7 only, so they are written once both groups are read.
+            static_assert(kDwGroups % 2 == 0, "groups in pairs");
+            const float sh = scale(exact::kSh);  // h3's scale
+#pragma unroll 1
+            for (int kc = 0; kc < kDwGroups; kc += 2) {
+              float4 ve[kEntries], vo[kEntries];
+              group(kc, ve);
+              group(kc + 1, vo);
+              __syncwarp();
+              uint4* const core_hi = reinterpret_cast<uint4*>(warp_h + kc * kH3CoreFloats);
+              uint4* const core_lo = reinterpret_cast<uint4*>(warp_h + (kc + 1) * kH3CoreFloats);
+#pragma unroll
+              for (int i = 0; i < kEntries; ++i) {
+                const F16Pair e0 = split_f16(ve[i].x * sh, ve[i].y * sh), e1 = split_f16(ve[i].z * sh, ve[i].w * sh);
+                const F16Pair o0 = split_f16(vo[i].x * sh, vo[i].y * sh), o1 = split_f16(vo[i].z * sh, vo[i].w * sh);
+                core_hi[blk * kRun + kCoreK * i + rr] = make_uint4(e0.hi, e1.hi, o0.hi, o1.hi);
+                core_lo[blk * kRun + kCoreK * i + rr] = make_uint4(e0.lo, e1.lo, o0.lo, o1.lo);
+              }
+            }
+          } else {
+#pragma unroll 1
+            for (int kc = 0; kc < kDwGroups; ++kc) {
+              float4 v[kEntries];
+              group(kc, v);
+              __syncwarp();
+              // K-core kc, position n's 4 channels at 4n: lane rr writes positions kRun blk + 4i + rr
+              float4* const core = reinterpret_cast<float4*>(warp_h + kc * kH3CoreFloats);
+#pragma unroll
+              for (int i = 0; i < kEntries; ++i) core[blk * kRun + kCoreK * i + rr] = v[i];
             }
           }
         } else {
@@ -2764,7 +2802,7 @@ size_t workspace_floats(const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (wgmma_built_for(device) && (p.tf32 ? path != Path::kTensorCoreWide : p.C <= wg::WgHead::kCMax)) {
     const int64_t wg_floats = with_wg_tile(
-        p.C, [&](auto tile) { return wg::WgLayout<decltype(tile)>(p.C, p.E, !p.tf32).total_floats(); });
+        p.C, [&](auto tile) { return wg::WgLayout<decltype(tile)>(p.C, p.E).total_floats(); });
     floats = wg_floats > floats ? wg_floats : floats;
   }
 #endif
@@ -2788,7 +2826,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma && !p.tf32) {  // the exact mode: the maxima, then the packing and scales
     using W = wg::WgHead;
-    const wg::WgLayout<W> lay(p.C, p.E, true);
+    const wg::WgLayout<W> lay(p.C, p.E);
     if (lay.pack_blocks() > INT32_MAX) return cudaErrorInvalidValue;
     wg::amax_kernel<<<wg::exact::kAmaxBlocks, wg::exact::kAmaxThreads, 0, stream>>>(p, p.workspace + lay.partials());
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
@@ -2796,7 +2834,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage
     const bool packed = with_wg_tile(p.C, [&](auto tile) {
       using W = decltype(tile);
-      const wg::WgLayout<W> lay(p.C, p.E, false);
+      const wg::WgLayout<W> lay(p.C, p.E);
       const int64_t blocks = lay.pack_blocks();
       if (blocks > INT32_MAX) return false;
       wg::pack_weights_kernel<W, false><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);

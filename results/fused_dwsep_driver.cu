@@ -5,6 +5,7 @@
 // copy results/clock_trace.py writes, it also prints that copy's clock trace.
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
 //        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
+// -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32.
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>
@@ -117,6 +118,9 @@ int main(int argc, char** argv) {
   if (argc > 5) { C = atoll(argv[4]); E = atoll(argv[5]); }
   fused_dwsep::Params p{};
   p.B = B; p.C = C; p.E = E; p.L = L; p.K = K; p.tf32 = true;
+#if defined(FUSED_DWSEP_DRIVER_EXACT)
+  p.tf32 = false;  // the exact mode (allow_tf32 off)
+#endif
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
   p.wd = dev_rand(E * K, 0.6f, 4); p.bd = dev_rand(E, 0.1f, 5); p.w2 = dev_rand(C * E, 0.09f, 6); p.b2 = dev_rand(C, 0.1f, 7);
   float* y; CK(cudaMalloc(&y, B * C * L * 4)); p.y = y;
