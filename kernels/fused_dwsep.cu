@@ -2583,6 +2583,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
             for (int kc = 0; kc < kDwGroups; kc += 2) {
               float4 ve[kEntries], vo[kEntries];
               group(kc, ve);
+              __syncwarp();  // group kc + 1's tails go over the end of h1 row 4kc + 3, which group kc reads
               group(kc + 1, vo);
               __syncwarp();
               uint4* const core_hi = reinterpret_cast<uint4*>(warp_h + kc * kH3CoreFloats);
