@@ -22,11 +22,12 @@
 //   (zero-padded, pre-rounded) so each warp loads them with one 16-byte load.
 // * wgmma kernel (compute capability 9.0 built as sm_90a; C <= 384 in the
 //   TF32 mode, C <= 256 in the exact mode): T = 128 for C <= 256 (the
-//   mma.sync kernel's C256 tile), 64 for 256 < C <= 384 (WgTile), with Hopper's warpgroup mma, activations read
-//   by the tensor cores from shared memory, W1 streamed by bulk copies,
-//   and the two warpgroups taking turns on the tensor cores so that one runs
-//   the depthwise while the other runs GEMMs; persistent (one CTA per SM
-//   walks its tiles, y written from the accumulators; see its section below).
+//   mma.sync kernel's C256 tile), 64 for 256 < C <= 384 (WgTile), with
+//   Hopper's warpgroup mma, activations read by the tensor cores from shared
+//   memory, W1 streamed by bulk copies, and the two warpgroups taking turns
+//   on the tensor cores so that one runs the depthwise while the other runs
+//   GEMMs; persistent (one CTA per SM walks its tiles, y written from the
+//   accumulators; see its section below).
 // Shapes outside the gate (C > 512, K > 9, GPUs before sm_80) have no kernel
 // here: fused_dwsep.py runs them with PyTorch's own convolutions. (A CUDA-core
 // version of this fusion measured 2-236x slower than those; kernels/NOTES.md.)
@@ -1460,8 +1461,9 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
 // units, 2^-40 of the largest. The scales are per tensor, from maxima one
 // kernel (amax_kernel) takes before the packing: x, W1, W2 by their own
 // maxima; h3 (made in the kernel) by a bound, |h3| <= |h2| <= K max|wd| (C
-// max|W1| max|x| + max|b1|) + max|bd|, which is loose (~2^7 at the headline's
-// random weights) but needs no pass over h3. The products come out scaled by
+// max|W1| max|x| + max|b1|) + max|bd|, which is loose (by about 2^5 to 2^7
+// for PyTorch's default initialisation, estimated, not measured) but needs no
+// pass over h3 and costs nothing while it is below 2^18. The products come out scaled by
 // 2^(k1 + kx) (GEMM1) and 2^(k2 + kh) (GEMM2) and are scaled back in fp32.
 
 // fp16 pairs of two fp32 values (a in the low half: the lower k index), by
