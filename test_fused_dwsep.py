@@ -539,9 +539,10 @@ def test_cuda_wgmma_chunk_counts(B, C, E, L, K, tf32):
 # (kernels/fused_dwsep.cu, "the exact mode"). Inputs and weights far from 1,
 # against float64: the error relative to the output's largest magnitude stays
 # what it is at ordinary scales (measured on the H200: 2.1e-6 to 4.7e-6; a
-# lost scale gives far more: an overflow inf, an underflow whole bits). allclose against the reference cannot
-# judge these: at x * 1e5 its atol is nothing, and its rtol fails elements
-# that cancel to far below the largest, as any other summation order would.
+# lost scale gives far more: an overflow inf, an underflow whole bits).
+# allclose against the reference cannot judge these: at x * 1e5 its atol is
+# nothing, and its rtol fails elements that cancel to far below the largest,
+# as any other summation order would.
 EXACT_SCALE_BOUND = 2e-5
 EXACT_SCALES = {
     "x*1e5": (1e5, (1, 1, 1, 1, 1, 1)),

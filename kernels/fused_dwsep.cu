@@ -47,6 +47,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 namespace fused_dwsep {
 namespace {
@@ -2499,7 +2500,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         // group kc is read.
         static_assert(kTailFloats <= kCoreK * kHRowFloats - kH3CoreFloats, "a group's tails fit in the gap");
         auto tail_at = [&](int kc) { return kc == 0 ? tail0 : warp_h + kc * kH3CoreFloats; };
-        // Before group kc > 0: its rows' tails (lanes 4kc.. hold them) into place.
+        // Before group kc > 0: its rows' tails (lanes 4kc.. hold them) into place,
+        // over the end of h1 row 4kc - 1, so every lane must be done reading
+        // that row (a __syncwarp since group kc - 1's reads).
         auto place_tails = [&](int kc) {
           if (kc > 0) {
             if (lane / kCoreK == kc) *reinterpret_cast<float4*>(tail_at(kc) + lane % kCoreK * kMaxHalf) = tail;
@@ -2725,6 +2728,14 @@ template <class F>
 auto with_wg_tile(int64_t C, F f) {
   return C <= wg::WgHead::kCMax ? f(wg::WgHead{}) : f(wg::WgWide{});
 }
+// f(tile, exact) for the wgmma kernel that serves p: the exact mode (exact a
+// std::true_type) on WgHead, which select_path keeps it to; else
+// with_wg_tile's tile in the TF32 mode.
+template <class F>
+auto with_wg_kernel(const Params& p, F f) {
+  return p.tf32 ? with_wg_tile(p.C, [&](auto tile) { return f(tile, std::false_type{}); })
+                : f(wg::WgHead{}, std::true_type{});
+}
 #endif
 
 }  // namespace
@@ -2773,14 +2784,10 @@ TcLaunch tc_launch(bool tf32) {
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma && !p.tf32) {  // the exact mode: WgHead (select_path)
-    using W = wg::WgHead;
-    return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, true>, W::kSmemBytes, W::kTileT, W::kCMax};
-  }
   if (path == Path::kWgmma)
-    return with_wg_tile(p.C, [](auto tile) {
+    return with_wg_kernel(p, [](auto tile, auto exact) {
       using W = decltype(tile);
-      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, false>, W::kSmemBytes, W::kTileT, W::kCMax};
+      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, decltype(exact)::value>, W::kSmemBytes, W::kTileT, W::kCMax};
     });
 #endif
   if (path == Path::kTensorCoreWide)
@@ -2827,20 +2834,16 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma && !p.tf32) {  // the exact mode: the maxima, then the packing and scales
-    using W = wg::WgHead;
-    const wg::WgLayout<W> lay(p.C, p.E);
-    if (lay.pack_blocks() > INT32_MAX) return cudaErrorInvalidValue;
-    wg::amax_kernel<<<wg::exact::kAmaxBlocks, wg::exact::kAmaxThreads, 0, stream>>>(p, p.workspace + lay.partials());
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    wg::pack_weights_kernel<W, true><<<static_cast<unsigned>(lay.pack_blocks()), kPackThreads, 0, stream>>>(p);
-  } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage
-    const bool packed = with_wg_tile(p.C, [&](auto tile) {
+  if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
+    const bool packed = with_wg_kernel(p, [&](auto tile, auto exact) {
       using W = decltype(tile);
+      constexpr bool kExact = decltype(exact)::value;
       const wg::WgLayout<W> lay(p.C, p.E);
       const int64_t blocks = lay.pack_blocks();
       if (blocks > INT32_MAX) return false;
-      wg::pack_weights_kernel<W, false><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
+      if constexpr (kExact)
+        wg::amax_kernel<<<wg::exact::kAmaxBlocks, wg::exact::kAmaxThreads, 0, stream>>>(p, p.workspace + lay.partials());
+      wg::pack_weights_kernel<W, kExact><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
       return true;
     });
     if (!packed) return cudaErrorInvalidValue;
