@@ -2,14 +2,15 @@
 
     python bench.py                       # headline shape, TF32 on (PyTorch's default)
     python bench.py --no-tf32             # same, cudnn.allow_tf32 = False (exact fp32)
+    python bench.py --dtype bfloat16      # model and input in bf16 (or float16)
     python bench.py --B 8 --C 128 --E 256 --L 1000 --K 5
     python bench.py --suite --json results/h200.json
     python bench.py --train               # forward + backward and peak memory
 
 Every row is checked in the same run: ModelNew's output must pass
 torch.allclose(atol=1e-4, rtol=1e-4) against the eager reference under the
-same flag, or the row is marked WRONG, reports no speedup, and the script
-exits 1. Times are CUDA-event medians (p20/p80 in the JSON) after warm-up,
+same flag (1e-2 in bf16 and fp16, eager in the same dtype), or the row is
+marked WRONG, reports no speedup, and the script exits 1. Times are CUDA-event medians (p20/p80 in the JSON) after warm-up,
 with L2 flushed before every timed call.
 """
 
@@ -28,6 +29,10 @@ from fused_dwsep import ModelNew, kernel_path
 from reference_model import Model
 
 ATOL = RTOL = 1e-4
+HALF_ATOL = HALF_RTOL = 1e-2  # bf16 and fp16 rows
+# A row's mode: fp32 under allow_tf32 True / False, or a 16-bit dtype.
+MODE_DTYPES = {"tf32": torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPE_MODES = {"bfloat16": "bf16", "float16": "fp16"}
 GRAD_ATOL = GRAD_RTOL = 1e-3  # the gradient check of --train (as in the tests)
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
 LARGE = [dict(B=64, C=320, E=512, L=8192, K=9), dict(B=64, C=384, E=512, L=16384, K=9)]
@@ -73,25 +78,25 @@ def time_ms(fn, flush):
     return statistics.median(times), q[0], q[-1]
 
 
-def matmul_ceiling_tflops(flush):
-    """TF32 matmul rate through cuBLAS on this GPU: the ceiling we compare with."""
+def matmul_ceiling_tflops(flush, dtype=torch.float32):
+    """cuBLAS's matmul rate on this GPU (TF32 for float32): the ceiling we compare with."""
     n = 8192
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
-        a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+        a, b = torch.randn(n, n, device="cuda", dtype=dtype), torch.randn(n, n, device="cuda", dtype=dtype)
         ms, _, _ = time_ms(lambda: torch.mm(a, b), flush)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     return 2 * n**3 / ms / 1e9
 
 
-def row_fields(label, shape, tf32, kernel, correct, ms):
+def row_fields(label, shape, mode, kernel, correct, ms):
     """What every JSON row holds; no speedups for a wrong output."""
     return {
         "case": label,
         "shape": {k: shape[k] for k in ("B", "C", "E", "L", "K")},
-        "mode": "tf32" if tf32 else "fp32",
+        "mode": mode,
         "kernel": kernel,
         "correct": correct,
         "ms": ms,
@@ -100,22 +105,25 @@ def row_fields(label, shape, tf32, kernel, correct, ms):
     }
 
 
-def bench_row(shape, tf32, flush, ceiling, label):
+def bench_row(shape, mode, flush, ceilings, label):
+    """One row; ceilings: cuBLAS's matmul rate by dtype."""
     B, C, E, L, K = (shape[k] for k in ("B", "C", "E", "L", "K"))
+    dtype = MODE_DTYPES[mode]
+    tol = ATOL if dtype == torch.float32 else HALF_ATOL
     torch.manual_seed(0)
-    ref = Model(C, E, K).cuda()
+    ref = Model(C, E, K).cuda().to(dtype)
     torch.manual_seed(0)
-    new = ModelNew(C, E, K).cuda()
-    x = torch.randn(B, C, L, device="cuda")
+    new = ModelNew(C, E, K).cuda().to(dtype)
+    x = torch.randn(B, C, L, device="cuda", dtype=dtype)
     old = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = mode != "fp32"
     try:
-        kernel = kernel_path(C, E, K, B, L)  # under the flag: the wgmma kernel serves TF32 only
+        kernel = kernel_path(C, E, K, B, L, dtype)  # under the flag
         with torch.no_grad():
             expected = ref(x)
             out = new(x)
             err = (out - expected).abs().max().item()
-            correct = bool(torch.isfinite(out).all()) and torch.allclose(out, expected, atol=ATOL, rtol=RTOL)
+            correct = bool(torch.isfinite(out).all()) and torch.allclose(out, expected, atol=tol, rtol=tol)
             del out, expected
             compiled = torch.compile(ref)
             compiled(x)  # compile outside the timing
@@ -125,9 +133,10 @@ def bench_row(shape, tf32, flush, ceiling, label):
     finally:
         torch.backends.cudnn.allow_tf32 = old
     tflops = flops(B, C, E, L, K) / t_new[0] / 1e9
+    ceiling = ceilings[dtype]
     ms = {"fused_dwsep": t_new[0], "eager": t_eager[0], "compile": t_compile[0]}
     return {
-        **row_fields(label, shape, tf32, kernel, correct, ms),
+        **row_fields(label, shape, mode, kernel, correct, ms),
         "max_abs_err": err,
         "p20_p80_ms": {"fused_dwsep": t_new[1:], "eager": t_eager[1:], "compile": t_compile[1:]},
         "tflops": tflops if correct else None,
@@ -181,7 +190,11 @@ def train_row(shape, tf32, flush, label):
             peak_mb[name] = (torch.cuda.max_memory_allocated() - base) / 2**20
     finally:
         torch.backends.cudnn.allow_tf32 = old
-    return {**row_fields(label, shape, tf32, kernel, correct, ms), "max_abs_grad_err": max(errs), "peak_mb": peak_mb}
+    return {
+        **row_fields(label, shape, "tf32" if tf32 else "fp32", kernel, correct, ms),
+        "max_abs_grad_err": max(errs),
+        "peak_mb": peak_mb,
+    }
 
 
 def print_lines(head, lines):
@@ -219,19 +232,25 @@ def print_train_table(rows):
 
 
 def suite_cases(seed):
-    """(label, shape, tf32) for every row of --suite."""
-    cases = [("headline", HEADLINE, True), ("headline", HEADLINE, False)]
+    """(label, shape, mode) for every row of --suite: fp32 (TF32 and exact),
+    then bf16 and fp16 at the headline, bf16 at the jittered and large shapes."""
+    cases = [("headline", HEADLINE, "tf32"), ("headline", HEADLINE, "fp32")]
     rng = random.Random(seed)
+    jitter = []
     for i in range(JITTER_DRAWS):
         B = max(1, round(HEADLINE["B"] * rng.uniform(JITTER_LOW, JITTER_HIGH)))
         L = round(HEADLINE["L"] * rng.uniform(JITTER_LOW, JITTER_HIGH)) | 1  # odd
-        cases.append((f"jitter {i + 1}", dict(HEADLINE, B=B, L=L), True))
-    cases += [("large", shape, True) for shape in LARGE]
-    cases += [("small", shape, True) for shape in SMALL]
+        jitter.append((f"jitter {i + 1}", dict(HEADLINE, B=B, L=L)))
+    cases += [(label, shape, "tf32") for label, shape in jitter]
+    cases += [("large", shape, "tf32") for shape in LARGE]
+    cases += [("small", shape, "tf32") for shape in SMALL]
+    cases += [("headline", HEADLINE, "bf16"), ("headline", HEADLINE, "fp16")]
+    cases += [(label, shape, "bf16") for label, shape in jitter]
+    cases += [("large", shape, "bf16") for shape in LARGE]
     return cases
 
 
-def print_table(rows, ceiling):
+def print_table(rows, ceilings):
     head = (
         f"{'case':<10} {'B x C x E x L, K':<24} {'mode':<5} {'kernel':<16} {'fused ms':>9} "
         f"{'eager ms':>9} {'compile':>9} {'vs eager':>9} {'vs comp':>8} {'TFLOP/s':>8} {'% ceil':>7}"
@@ -251,7 +270,8 @@ def print_table(rows, ceiling):
             f"{ms['compile']:>9.3f} {tail}"
         )
     print_lines(head, lines)
-    print(f"ceiling: cuBLAS TF32 matmul 8192^3 measured at {ceiling:.0f} TFLOP/s in this run")
+    rates = ", ".join(f"{str(t).replace('torch.', '')} {c:.0f}" for t, c in ceilings.items())
+    print(f"ceiling (% ceil): cuBLAS matmul 8192^3 in the row's dtype (TF32 for float32), TFLOP/s in this run: {rates}")
 
 
 def cpu_check():
@@ -271,6 +291,8 @@ def main(argv=None):
     for k, v in HEADLINE.items():
         ap.add_argument(f"--{k}", type=int, default=v, help=f"default {v}")
     ap.add_argument("--no-tf32", action="store_true", help="time with cudnn.allow_tf32 = False")
+    ap.add_argument("--dtype", choices=["float32", *DTYPE_MODES], default="float32",
+                    help="model and input dtype (bf16 / fp16 rows check at 1e-2)")
     ap.add_argument("--suite", action="store_true", help="headline (both modes), jittered B/L, large and small shapes")
     ap.add_argument("--seed", type=int, default=2026, help="seed for the jittered shapes")
     ap.add_argument("--train", action="store_true",
@@ -291,20 +313,22 @@ def main(argv=None):
         rows = [train_row(shape, not args.no_tf32, flush, label) for label, shape in cases]
         print_train_table(rows)
         return finish(args, rows, {})
-    ceiling = matmul_ceiling_tflops(flush)
     if args.suite:
         cases = suite_cases(args.seed)
     else:
         shape = {k: getattr(args, k) for k in HEADLINE}
-        cases = [("custom" if shape != HEADLINE else "headline", shape, not args.no_tf32)]
+        mode = DTYPE_MODES.get(args.dtype, "fp32" if args.no_tf32 else "tf32")
+        cases = [("custom" if shape != HEADLINE else "headline", shape, mode)]
+    ceilings = {t: matmul_ceiling_tflops(flush, t) for t in dict.fromkeys(MODE_DTYPES[m] for _, _, m in cases)}
 
     rows = []
-    for label, shape, tf32 in cases:
-        rows.append(bench_row(shape, tf32, flush, ceiling, label))
-        print(f"  done: {label} {shape} tf32={tf32}", file=sys.stderr, flush=True)
+    for label, shape, mode in cases:
+        rows.append(bench_row(shape, mode, flush, ceilings, label))
+        print(f"  done: {label} {shape} {mode}", file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
-    print_table(rows, ceiling)
-    return finish(args, rows, {"matmul_tf32_ceiling_tflops": ceiling})
+    print_table(rows, ceilings)
+    names = {torch.float32: "tf32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+    return finish(args, rows, {f"matmul_{names[t]}_ceiling_tflops": c for t, c in ceilings.items()})
 
 
 def finish(args, rows, extra):

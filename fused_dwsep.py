@@ -186,21 +186,32 @@ def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple
         return path != _PYTORCH_PATH, _ext.workspace_floats(C, E, K, tf32)
 
 
+# The dtypes the CUDA kernel takes (x and all six weights the same one).
+_KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _one_product(dtype) -> bool:
+    """The binding's tf32 flag: one tensor-core product a multiply. float32
+    follows allow_tf32 (else the exact mode); bfloat16 and float16 values are
+    TF32 values, so one TF32 product of them is exact."""
+    return torch.backends.cudnn.allow_tf32 or dtype != torch.float32
+
+
 def _cuda_launch_info(x, w1, wd) -> tuple[bool, int]:
     """(fused kernel or not, scratch floats) for a checked CUDA input under the current flag."""
     if _ext is None:  # pragma: no cover - CUDA tensors exist only where CUDA does
         raise RuntimeError("fused_dwsep: the CUDA kernel was not built in this process")
-    if x.dtype != torch.float32:
-        raise TypeError(f"fused_dwsep: the CUDA kernel supports float32 only, got {x.dtype}")
+    if x.dtype not in _KERNEL_DTYPES:
+        raise TypeError(f"fused_dwsep: the CUDA kernel supports float32, bfloat16 and float16, got {x.dtype}")
     index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], torch.backends.cudnn.allow_tf32)
+    return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], _one_product(x.dtype))
 
 
 def _cuda_forward(x, w1, b1, wd, bd, w2, b2, ws_floats: int):
     """The fused kernel (for a shape whose path is not 'pytorch'), with the
     scratch size _cuda_launch_info gave."""
     E, C, K = w1.shape[0], w1.shape[1], wd.shape[2]
-    tf32 = torch.backends.cudnn.allow_tf32
+    tf32 = _one_product(x.dtype)
     x = x.contiguous()
     y = torch.empty_like(x)
     if x.numel() == 0:
@@ -228,7 +239,7 @@ _BINDING_ERROR_STRIDE = 1000
     _ERR_NOT_CUDA_OR_RANK,
     _ERR_UNDEFINED,
     _ERR_WRONG_DEVICE,
-    _ERR_NOT_FLOAT32,
+    _ERR_WRONG_DTYPE,
     _ERR_WRONG_SHAPE,
     _ERR_NOT_CONTIGUOUS,
     _ERR_EVEN_KERNEL,
@@ -239,14 +250,15 @@ _BINDING_ERRORS = {
     _ERR_NOT_CUDA_OR_RANK: "{ranks}",
     _ERR_UNDEFINED: "{name} is undefined",
     _ERR_WRONG_DEVICE: "{name} is on {device} but {ref_name} is on {ref_device}",
-    _ERR_NOT_FLOAT32: "{name} must be float32, got {dtype}",
+    _ERR_WRONG_DTYPE: "{name} has dtype {dtype}: the kernel takes float32, bfloat16 or float16, every "
+    "tensor of {ref_name}'s dtype ({ref_dtype}), its workspace float32",
     _ERR_WRONG_SHAPE: "{name} must be {expected}, got {shape}",
     _ERR_NOT_CONTIGUOUS: "{name} must be contiguous",
     _ERR_EVEN_KERNEL: "kernel_size must be odd",
     _ERR_NO_KERNEL: "no fused kernel serves this shape on this GPU (see kernel_path)",
     _ERR_LAUNCH_FAILED: "kernel launch failed: {cuda_error}",
 }
-_TENSOR_ERRORS = (_ERR_UNDEFINED, _ERR_WRONG_DEVICE, _ERR_NOT_FLOAT32, _ERR_WRONG_SHAPE, _ERR_NOT_CONTIGUOUS)
+_TENSOR_ERRORS = (_ERR_UNDEFINED, _ERR_WRONG_DEVICE, _ERR_WRONG_DTYPE, _ERR_WRONG_SHAPE, _ERR_NOT_CONTIGUOUS)
 
 
 def _raise_on_code(code: int, tensors: dict, ref_name: str, expected_shapes, ranks: str) -> None:
@@ -264,7 +276,8 @@ def _raise_on_code(code: int, tensors: dict, ref_name: str, expected_shapes, ran
     if kind in _TENSOR_ERRORS:  # detail: which tensor
         name, t = list(tensors.items())[detail]
         fields.update(name=name, expected=expected_shapes()[detail], shape=list(t.shape), dtype=t.dtype,
-                      device=t.device, ref_name=ref_name, ref_device=tensors[ref_name].device)
+                      device=t.device, ref_name=ref_name, ref_device=tensors[ref_name].device,
+                      ref_dtype=tensors[ref_name].dtype)
     template = _BINDING_ERRORS.get(kind, "unknown error code {code}")
     raise RuntimeError("fused_dwsep: " + template.format(**fields))
 
@@ -436,12 +449,26 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
         w1 [E, C, 1]     pointwise expand weight;  b1 [E]
         wd [E, 1, K]     depthwise weight, K odd;  bd [E]
         w2 [C, E, 1]     project-back weight;      b2 [C]
-    Returns a new [B, C, L] tensor; x is not modified. CUDA float32 tensors run
-    the fused kernel where one serves the shape (``kernel_path``) and PyTorch's
-    own kernels elsewhere; CPU tensors run the reference math. Differentiable
-    (the backward recomputes the intermediates: nothing E-channel is saved),
-    and traceable by torch.compile as the operator torch.ops.fused_dwsep.forward.
+    Returns a new [B, C, L] tensor; x is not modified. CUDA tensors (float32,
+    bfloat16 or float16, all of one dtype) run the fused kernel where one
+    serves the shape (``kernel_path``) and PyTorch's own kernels elsewhere; CPU
+    tensors run the reference math. Under ``torch.autocast("cuda", dtype)``
+    with a 16-bit dtype, CUDA inputs run the kernel in that dtype and the
+    result has the dtype the reference's would (x's, promoted with it).
+    Differentiable (the backward recomputes the intermediates: nothing
+    E-channel is saved), and traceable by torch.compile as the operator
+    torch.ops.fused_dwsep.forward.
     """
+    if isinstance(x, torch.Tensor) and x.is_cuda and torch.is_autocast_enabled("cuda"):
+        dtype = torch.get_autocast_dtype("cuda")
+        if dtype in (torch.bfloat16, torch.float16):
+            # The reference's convolutions run in `dtype` and its residual add
+            # promotes: the block in `dtype`, then the promoted dtype.
+            out_dtype = torch.promote_types(dtype, x.dtype)
+            with torch.autocast("cuda", enabled=False):
+                params = (x, w1, b1, wd, bd, w2, b2)
+                y = fused_dwsep(*(t.to(dtype) if isinstance(t, torch.Tensor) else t for t in params))
+            return y.to(out_dtype)
     _check_inputs(x, w1, b1, wd, bd, w2, b2)
     params = (x, w1, b1, wd, bd, w2, b2)
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in params)):
@@ -451,19 +478,25 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
 
 
 def kernel_path(
-    channels: int, expanded_channels: int, kernel_size: int, batch: int | None = None, length: int | None = None
+    channels: int,
+    expanded_channels: int,
+    kernel_size: int,
+    batch: int | None = None,
+    length: int | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> str:
-    """What serves an input [batch, channels, length] on the current device
-    under the current allow_tf32 flag: 'wgmma' (Hopper: C <= 256 with enough
-    positions to fill the GPU, both modes; TF32 also 256 < C <= 384), 'tensor_core'
-    (mma.sync, C <= 256), 'tensor_core_wide' (mma.sync, 256 < C <= 512) or
-    'pytorch' (no fused kernel: PyTorch's own convolutions, as the reference
-    runs them); 'cpu' without CUDA. Without both batch and length: for an
-    input long enough to fill the GPU."""
+    """What serves an input [batch, channels, length] of `dtype` on the
+    current device under the current allow_tf32 flag: 'wgmma' (Hopper: C <= 256
+    with enough positions to fill the GPU, every mode; TF32, bfloat16 and
+    float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),
+    'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
+    kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
+    without CUDA. Without both batch and length: for an input long enough to
+    fill the GPU."""
     if _ext is None:
         return "cpu"
     B, L = (batch, length) if batch is not None and length is not None else _LONG_INPUT
-    path = _ext.path(B, channels, expanded_channels, L, kernel_size, torch.backends.cudnn.allow_tf32)
+    path = _ext.path(B, channels, expanded_channels, L, kernel_size, _one_product(dtype))
     return _KERNEL_PATHS[path]
 
 

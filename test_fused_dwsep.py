@@ -117,10 +117,10 @@ def check_cuda(out, x, ref, tf32, label, cols=slice(None)):
         assert_matches(out, expected, label)
 
 
-def poison_allocator(numel, device):
-    """Leave NaNs in the caching allocator's free blocks, so that a fresh
-    output which the kernel fails to write shows up as NaN."""
-    junk = torch.full((numel,), float("nan"), device=device)
+def poison_allocator(numel, device, dtype=torch.float32):
+    """Leave NaNs of `dtype` in the caching allocator's free blocks, so that a
+    fresh output which the kernel fails to write shows up as NaN."""
+    junk = torch.full((numel,), float("nan"), device=device, dtype=dtype)
     del junk
 
 
@@ -372,7 +372,7 @@ class _FakeBinding:
     [
         (1 * 1000, r"x must be a CUDA \[B, C, L\] tensor"),
         (3 * 1000 + 2, r"w1 is on cpu but x is on cpu"),
-        (4 * 1000 + 3, r"b1 must be float32, got torch.float32"),
+        (4 * 1000 + 3, r"b1 has dtype torch.float32: the kernel takes float32, bfloat16 or float16, every tensor of x's dtype \(torch.float32\)"),
         (5 * 1000 + 6, r"w2 must be \[8, 16\], got \[8, 16\]"),
         (5 * 1000 + 8, r"workspace must be \[1234\], got \[1234\]"),
         (6 * 1000 + 0, r"y must be contiguous"),
@@ -574,6 +574,148 @@ def test_cuda_exact_mode_far_from_unit_scale(case):
     rel = ((out.double() - exact).abs().max() / exact.abs().max()).item()
     print(f"exact mode {case} ({path}): max error / max |y| = {rel:.2e} against float64")
     assert rel < EXACT_SCALE_BOUND, f"{case}: max error {rel:.2e} of max |y| (bound {EXACT_SCALE_BOUND})"
+
+
+# ----------------------------------------------------------------------------
+# CUDA: bfloat16 and float16
+# ----------------------------------------------------------------------------
+# x and the weights in a 16-bit dtype: the kernel keeps h1 and h2 in fp32 and
+# rounds h3 (GEMM2's operand) and y to the dtype. Checked against the
+# reference Model in the same dtype at atol = rtol = 1e-2, and against the
+# reference in float64 (on the same 16-bit values): no further from it than
+# eager in that dtype is.
+HALF_ATOL = HALF_RTOL = 1e-2
+half_dtypes = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+HALF_SHAPES = [
+    # B, C, E, L, K: every kernel path and its staging and epilogue variants
+    (32, 256, 512, 4096, 9),  # the headline
+    (2, 16, 32, 1, 3),
+    (2, 16, 32, 2, 5),
+    (3, 32, 64, 5, 9),
+    (2, 64, 128, 127, 7),
+    (1, 256, 512, 4097, 9),
+    (2, 3, 5, 100, 3),
+    (2, 100, 264, 300, 9),
+    (33, 64, 128, 4097, 9),  # wgmma, odd L: x staged by loads
+    (20, 100, 264, 8191, 5),
+    (40, 96, 160, 2048, 7),  # wgmma, L % 4 == 0: x staged by 8-byte copies
+    (4, 16, 64, 8192, 5),  # one chunk
+    (4, 129, 128, 8190, 9),
+    (264, 48, 136, 100, 9),  # rows shorter than a tile
+    (2, 257, 64, 4099, 9),  # the wide wgmma tile
+    (3, 320, 512, 4096, 9),
+    (130, 300, 136, 50, 7),
+    (2, 384, 200, 130, 7),
+    (1, 512, 64, 63, 1),  # mma.sync, wide
+    (2, 24, 40, 200, 31),  # no fused kernel (K > 9): PyTorch's in the dtype
+]
+
+
+def check_half(out, x, ref, label, cols=slice(None)):
+    """out (from ModelNew in x's dtype) against ref (the reference Model in
+    that dtype): allclose at 1e-2, and against float64 no worse than eager.
+    `cols` restricts the comparison to some positions."""
+    with torch.no_grad():
+        expected = ref(x)[..., cols]
+        exact = ref.double()(x.double())[..., cols]  # (ref is float64 from here on)
+    out = out[..., cols]
+    assert_matches(out, expected, f"{label} vs reference", HALF_ATOL, HALF_RTOL)
+    err = (out.double() - exact).abs().max().item()
+    eager = (expected.double() - exact).abs().max().item()
+    print(f"{label}: max |out - float64| = {err:.3e}, eager's {eager:.3e}")
+    assert err <= eager, f"{label}: {err:.3e} from float64, eager {eager:.3e}"
+
+
+def run_half(B, C, E, L, K, dtype, seed=0, x=None):
+    """Fresh modules in dtype and input; the fused output from a NaN-poisoned
+    allocator, twice (bitwise equal)."""
+    ref, new = make_pair(C, E, K, seed=seed, device="cuda")
+    ref, new = ref.to(dtype), new.to(dtype)
+    if x is None:
+        x = torch.randn(B, C, L, device="cuda", dtype=dtype)
+    x_before = x.clone()
+    with torch.no_grad():
+        poison_allocator(x.numel(), "cuda", dtype)
+        out = new(x)
+        again = new(x)
+    torch.cuda.synchronize()
+    assert torch.equal(x, x_before), "x was modified"
+    assert torch.equal(out, again), "two calls on the same input differ"
+    return out, x, ref
+
+
+@requires_cuda
+@half_dtypes
+@pytest.mark.parametrize("B,C,E,L,K", HALF_SHAPES)
+def test_cuda_half(B, C, E, L, K, dtype):
+    out, x, ref = run_half(B, C, E, L, K, dtype, seed=B + L)
+    path = kernel_path(C, E, K, B, L, dtype)
+    if torch.cuda.get_device_capability() == (9, 0) and C <= 384 and K <= 9 and B * L >= 132 * 128:
+        assert path == "wgmma", f"B={B} C={C} E={E} L={L} {dtype} should take the wgmma kernel, took {path}"
+    check_half(out, x, ref, f"B={B} C={C} E={E} L={L} K={K} {dtype} ({path})")
+
+
+@requires_cuda
+@half_dtypes
+@pytest.mark.parametrize("offset", [1, 2, 4], ids=["2-byte", "4-byte", "8-byte"])
+def test_cuda_half_x_at_offsets(offset, dtype):
+    """x starting `offset` elements into its storage: the staging's 8-byte
+    copies and the residual's pair loads depend on x's alignment."""
+    B, C, E, L, K = 4, 64, 128, 8192, 9
+    storage = torch.randn(B * C * L + offset, device="cuda", dtype=dtype)
+    out, x, ref = run_half(B, C, E, L, K, dtype, seed=offset, x=storage[offset:].view(B, C, L))
+    check_half(out, x, ref, f"x at a {offset}-element offset {dtype} ({kernel_path(C, E, K, B, L, dtype)})")
+
+
+@requires_cuda
+@half_dtypes
+@pytest.mark.parametrize("C,E,K", [(256, 512, 9), (320, 128, 9)])
+def test_cuda_half_padding_edges(C, E, K, dtype):
+    """A large b1 makes a wrong zero padding (b1 instead of 0) show at the
+    first and last K // 2 positions."""
+    B, L = 33, 4097
+    ref, new = make_pair(C, E, K, seed=3, device="cuda")
+    with torch.no_grad():
+        new.pointwise.bias.add_(4.0)
+        ref.load_state_dict(new.state_dict())
+    ref, new = ref.to(dtype), new.to(dtype)
+    x = torch.randn(B, C, L, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        out = new(x)
+    edges = torch.cat([torch.arange(K // 2 + 1), torch.arange(L - K // 2 - 1, L)]).cuda()
+    check_half(out, x, ref, f"padding edges C={C} {dtype} ({kernel_path(C, E, K, B, L, dtype)})", cols=edges)
+
+
+@requires_cuda
+@half_dtypes
+def test_cuda_half_autocast(dtype, monkeypatch):
+    """float32 model and input under autocast: the fused kernel runs in the
+    autocast dtype and the result is what the reference gives under the same
+    autocast (float32: its residual add promotes), forward and backward."""
+    ref, new = make_pair(64, 128, 9, seed=5, device="cuda")
+    x = torch.randn(4, 64, 4096, device="cuda")
+    launched = []
+    forward_into = fd._forward_into
+    monkeypatch.setattr(fd, "_forward_into", lambda y, x_, *a: launched.append(x_.dtype) or forward_into(y, x_, *a))
+    with torch.autocast("cuda", dtype=dtype), torch.no_grad():
+        out = new(x)
+        expected = ref(x)
+    assert launched == [dtype], f"the fused kernel should run once in {dtype}, ran on {launched}"
+    assert_matches(out, expected, f"autocast {dtype}", HALF_ATOL, HALF_RTOL)
+    xg = x.clone().requires_grad_(True)
+    grads = []
+    for model in (new, ref):
+        xg.grad = None
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype):
+            y = model(xg)
+        y.float().square().mean().backward()
+        grads.append([xg.grad] + [p.grad for p in model.parameters()])
+    for name, a, b in zip(["x", "w1", "b1", "wd", "bd", "w2", "b2"], *grads):
+        assert a.dtype == b.dtype, f"autocast {dtype}: grad of {name} is {a.dtype}, reference {b.dtype}"
+        rel = ((a.double() - b.double()).norm() / b.double().norm()).item()
+        print(f"autocast {dtype}: grad of {name}: relative error {rel:.2e}")
+        assert rel < HALF_RTOL, f"autocast {dtype}: grad of {name}: relative error {rel:.2e}"
 
 
 @requires_cuda
@@ -868,8 +1010,11 @@ def test_cuda_gate(tf32, monkeypatch):
 @requires_cuda
 def test_cuda_errors():
     _, new = make_pair(8, 16, 3, device="cuda")
-    with pytest.raises(TypeError, match="float32 only, got torch.float16"):
-        new.half()(torch.randn(2, 8, 10, device="cuda", dtype=torch.float16))
+    with pytest.raises(TypeError, match="supports float32, bfloat16 and float16, got torch.float64"):
+        new.double()(torch.randn(2, 8, 10, device="cuda", dtype=torch.float64))
+    _, new = make_pair(8, 16, 3, device="cuda")
+    with pytest.raises(TypeError, match="x has dtype torch.bfloat16 but w1 has dtype torch.float32"):
+        new(torch.randn(2, 8, 10, device="cuda", dtype=torch.bfloat16))
     _, new = make_pair(8, 16, 3, device="cuda")
     with pytest.raises(ValueError, match=r"x is on cpu but w1 is on cuda:0"):
         new(torch.randn(2, 8, 10))
@@ -934,7 +1079,7 @@ def test_cuda_cpp_entry_checks_its_inputs():
     out = done.stdout
     assert "bad w2: fused_dwsep: w2 must be [8, 16], got [8, 15]" in out, out
     assert "bad ws: fused_dwsep: workspace must be [" in out, out
-    assert "bad b1 dtype: fused_dwsep: b1 must be float32, got torch.float64" in out, out
+    assert "bad b1 dtype: fused_dwsep: b1 has dtype torch.float64: the kernel takes" in out, out
     assert "bad y layout: fused_dwsep: y must be contiguous" in out, out
     assert "even K: fused_dwsep: kernel_size must be odd" in out, out
     assert "K = 11: fused_dwsep: no fused kernel serves this shape" in out, out

@@ -27,7 +27,7 @@ enum ErrorKind : int64_t {
   kNotCudaOrRank = 1,  // x not a CUDA [B, C, L] tensor, or w1 / wd not 2-D
   kUndefined = 2,
   kWrongDevice = 3,
-  kNotFloat32 = 4,
+  kWrongDtype = 4,  // not float32, bfloat16 or float16, or not x's dtype (the workspace: not float32)
   kWrongShape = 5,
   kNotContiguous = 6,
   kEvenKernel = 7,
@@ -38,12 +38,13 @@ constexpr int64_t kErrorStride = 1000;
 
 int64_t error(ErrorKind kind, int64_t detail) { return kind * kErrorStride + detail; }
 
-// kOk when t is a contiguous float32 tensor of `shape` on x's device.
+// kOk when t is a contiguous tensor of `dtype` and `shape` on x's device.
 template <size_t N>
-int64_t check_tensor(const at::Tensor& t, int64_t index, const int64_t (&shape)[N], const at::Tensor& x) {
+int64_t check_tensor(const at::Tensor& t, int64_t index, const int64_t (&shape)[N], const at::Tensor& x,
+                     at::ScalarType dtype = at::kFloat) {
   if (!t.defined()) return error(kUndefined, index);
   if (t.device() != x.device()) return error(kWrongDevice, index);
-  if (t.scalar_type() != at::kFloat) return error(kNotFloat32, index);
+  if (t.scalar_type() != dtype) return error(kWrongDtype, index);
   if (t.dim() != static_cast<int64_t>(N)) return error(kWrongShape, index);
   for (size_t d = 0; d < N; ++d) {
     if (t.size(d) != shape[d]) return error(kWrongShape, index);
@@ -66,10 +67,22 @@ int64_t launch_code(cudaError_t err) {
   return err == cudaSuccess ? kOk : error(kLaunchFailed, static_cast<int64_t>(err));
 }
 
+// The kernels' element type for a tensor dtype, or false where none serves it.
+bool kernel_dtype(at::ScalarType t, fused_dwsep::DType* out) {
+  switch (t) {
+    case at::kFloat: *out = fused_dwsep::DType::kFloat32; return true;
+    case at::kBFloat16: *out = fused_dwsep::DType::kBFloat16; return true;
+    case at::kHalf: *out = fused_dwsep::DType::kFloat16; return true;
+    default: return false;
+  }
+}
+
 // The sizes that decide the path (B and L only pick the tile length) and the
-// scratch (B and L do not change it).
+// scratch (B and L do not change it). allow_tf32: the flag, for fp32; 16-bit
+// values always take the one-product path (Params::tf32).
 fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
   fused_dwsep::Params p{};
+  p.dtype = fused_dwsep::DType::kFloat32;
   p.B = B;
   p.L = L;
   p.C = C;
@@ -83,7 +96,8 @@ fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int
 
 // y = block(x), written into y. Shapes: x, y [B, C, L]; w1 [E, C]; b1 [E];
 // wd [E, K]; bd [E]; w2 [C, E]; b2 [C]; workspace [workspace_floats(...)];
-// all contiguous float32 on one CUDA device. Returns 0 or an error code.
+// all contiguous, of x's dtype (float32, bfloat16 or float16; the workspace
+// float32), on one CUDA device. Returns 0 or an error code.
 int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w1,
                             const at::Tensor& b1, const at::Tensor& wd, const at::Tensor& bd,
                             const at::Tensor& w2, const at::Tensor& b2, const at::Tensor& workspace,
@@ -93,13 +107,16 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
     return error(kNotCudaOrRank, 0);
   }
   const int64_t B = x.size(0), C = x.size(1), L = x.size(2), E = w1.size(0), K = wd.size(1);
+  fused_dwsep::DType dtype{};
+  if (!kernel_dtype(x.scalar_type(), &dtype)) return error(kWrongDtype, 1);
+  const at::ScalarType t = x.scalar_type();
   const int64_t act_shape[] = {B, C, L}, w1_shape[] = {E, C}, wd_shape[] = {E, K},
                 w2_shape[] = {C, E}, e_shape[] = {E}, c_shape[] = {C};
   const int64_t checks[] = {
-      check_tensor(y, 0, act_shape, x),  check_tensor(x, 1, act_shape, x),
-      check_tensor(w1, 2, w1_shape, x),  check_tensor(b1, 3, e_shape, x),
-      check_tensor(wd, 4, wd_shape, x),  check_tensor(bd, 5, e_shape, x),
-      check_tensor(w2, 6, w2_shape, x),  check_tensor(b2, 7, c_shape, x),
+      check_tensor(y, 0, act_shape, x, t),  check_tensor(x, 1, act_shape, x, t),
+      check_tensor(w1, 2, w1_shape, x, t),  check_tensor(b1, 3, e_shape, x, t),
+      check_tensor(wd, 4, wd_shape, x, t),  check_tensor(bd, 5, e_shape, x, t),
+      check_tensor(w2, 6, w2_shape, x, t),  check_tensor(b2, 7, c_shape, x, t),
   };
   if (const int64_t code = first_error(checks); code != kOk) return code;
   if (K % 2 != 1) return error(kEvenKernel, 0);
@@ -108,21 +125,17 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
   const c10::cuda::CUDAGuard guard(x.device());
   const int device = x.get_device();
 
-  fused_dwsep::Params p{};
-  p.x = static_cast<const float*>(x.data_ptr());
-  p.w1 = static_cast<const float*>(w1.data_ptr());
-  p.b1 = static_cast<const float*>(b1.data_ptr());
-  p.wd = static_cast<const float*>(wd.data_ptr());
-  p.bd = static_cast<const float*>(bd.data_ptr());
-  p.w2 = static_cast<const float*>(w2.data_ptr());
-  p.b2 = static_cast<const float*>(b2.data_ptr());
-  p.y = static_cast<float*>(y.data_ptr());
-  p.B = B;
-  p.C = C;
-  p.E = E;
-  p.L = L;
-  p.K = K;
-  p.tf32 = allow_tf32;
+  fused_dwsep::Params p = shape_params(B, C, E, L, K, allow_tf32);
+  p.dtype = dtype;
+  p.tf32 = allow_tf32 || dtype != fused_dwsep::DType::kFloat32;
+  p.x = x.data_ptr();
+  p.w1 = w1.data_ptr();
+  p.b1 = b1.data_ptr();
+  p.wd = wd.data_ptr();
+  p.bd = bd.data_ptr();
+  p.w2 = w2.data_ptr();
+  p.b2 = b2.data_ptr();
+  p.y = y.data_ptr();
   if (fused_dwsep::select_path(p, device) == fused_dwsep::Path::kNone) return error(kNoKernel, 0);
   const int64_t ws_shape[] = {static_cast<int64_t>(fused_dwsep::workspace_floats(p, device))};
   const int64_t ws_code = check_tensor(workspace, 8, ws_shape, x);

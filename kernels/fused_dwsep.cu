@@ -45,6 +45,9 @@
 
 #include "fused_dwsep.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
@@ -80,6 +83,89 @@ __device__ __forceinline__ float tf32_operand(float v) {
   constexpr uint32_t kHalfTf32Ulp = 1u << 12;
   const uint32_t b = __float_as_uint(v);
   return __uint_as_float(fabsf(v) < INFINITY ? b + kHalfTf32Ulp : b);
+}
+
+// ---- element types -------------------------------------------------------------
+// x, y and the weights are fp32, bf16 or fp16 (Params::dtype); every kernel
+// is templated on that type, In. bf16 and fp16 values are TF32 values (8 and
+// 11 significant bits, exponents inside fp32's), so the TF32 tensor-core path
+// multiplies them exactly, and the 16-bit kernels are the TF32 ones with other
+// loads and stores and h3 rounded to In (the half-precision numerics: h1 and
+// h2 in fp32, h3 rounded to the dtype before GEMM2, y rounded once).
+template <class In>
+struct Elem;
+template <>
+struct Elem<float> {
+  __device__ __forceinline__ static float to_float(float v) { return v; }
+  __device__ __forceinline__ static float from_float(float v) { return v; }
+  // h3 as GEMM2 reads it: rounded to TF32 (mma.sync), or as a TF32 wgmma's operand
+  __device__ __forceinline__ static float h3(float v) { return tf32_round(v); }
+  __device__ __forceinline__ static float h3_operand(float v) { return tf32_operand(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  __device__ __forceinline__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ __forceinline__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+  __device__ __forceinline__ static float h3(float v) { return to_float(from_float(v)); }
+  __device__ __forceinline__ static float h3_operand(float v) { return h3(v); }
+};
+template <>
+struct Elem<__half> {
+  __device__ __forceinline__ static float to_float(__half v) { return __half2float(v); }
+  __device__ __forceinline__ static __half from_float(float v) { return __float2half_rn(v); }
+  __device__ __forceinline__ static float h3(float v) { return to_float(from_float(v)); }
+  __device__ __forceinline__ static float h3_operand(float v) { return h3(v); }
+};
+// The exact mode's h3: unrounded (it splits h3 into fp16 pairs itself).
+struct Unrounded {
+  __device__ __forceinline__ static float h3_operand(float v) { return v; }
+};
+template <class In>
+__device__ __forceinline__ float ldg_f(const In* p) {
+  return Elem<In>::to_float(__ldg(p));
+}
+// Params' tensors as In (x .. b2; y through out_ptr).
+template <class In>
+__device__ __forceinline__ const In* in_ptr(const void* p) {
+  return static_cast<const In*>(p);
+}
+template <class In>
+__device__ __forceinline__ In* out_ptr(void* p) {
+  return static_cast<In*>(p);
+}
+// Four consecutive values at p (16-byte aligned for fp32, 8-byte for 16 bits).
+__device__ __forceinline__ float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+template <class In>
+__device__ __forceinline__ float4 ldg4(const In* p) {
+  const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+  const In* v = reinterpret_cast<const In*>(&u);
+  return make_float4(Elem<In>::to_float(v[0]), Elem<In>::to_float(v[1]), Elem<In>::to_float(v[2]),
+                     Elem<In>::to_float(v[3]));
+}
+__device__ __forceinline__ void stcs4(float* p, float4 v) { __stcs(reinterpret_cast<float4*>(p), v); }
+template <class In>
+__device__ __forceinline__ void stcs4(In* p, float4 v) {
+  In h[4] = {Elem<In>::from_float(v.x), Elem<In>::from_float(v.y), Elem<In>::from_float(v.z),
+             Elem<In>::from_float(v.w)};
+  __stcs(reinterpret_cast<uint2*>(p), *reinterpret_cast<const uint2*>(h));
+}
+// Two consecutive values (8-byte aligned for fp32, 4-byte for 16 bits), and one.
+__device__ __forceinline__ void stcs2(float* p, float a, float b) {
+  __stcs(reinterpret_cast<float2*>(p), make_float2(a, b));
+}
+template <class In>
+__device__ __forceinline__ void stcs2(In* p, float a, float b) {
+  In h[2] = {Elem<In>::from_float(a), Elem<In>::from_float(b)};
+  __stcs(reinterpret_cast<unsigned*>(p), *reinterpret_cast<const unsigned*>(h));
+}
+template <class In>
+__device__ __forceinline__ void stcs1(In* p, float a) {
+  if constexpr (std::is_same_v<In, float>) {
+    __stcs(p, a);
+  } else {
+    const In h = Elem<In>::from_float(a);
+    __stcs(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&h));
+  }
 }
 
 // Exact GELU, v * Phi(v), from w = v / 2 (the depthwise records hold half
@@ -168,6 +254,10 @@ __device__ __forceinline__ void cp_async_4_zfill(void* dst, const void* src, boo
 // The same for 16 bytes (both addresses 16-byte aligned), through L2 only.
 __device__ __forceinline__ void cp_async_16_zfill_shared(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+// The same for 8 bytes (both addresses 8-byte aligned).
+__device__ __forceinline__ void cp_async_8_zfill_shared(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's newest groups are still in flight.
@@ -352,11 +442,12 @@ struct PackedLayout {
 
 // Element r of lane's A fragment for the m16k8 tile at (row0, col0) of a
 // [rows, cols] row-major matrix, zero outside it.
-__device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64_t cols,
+template <class In>
+__device__ __forceinline__ float a_frag_elem(const In* m, int64_t rows, int64_t cols,
                                              int64_t row0, int64_t col0, int lane, int r) {
   const int64_t row = row0 + lane / 4 + (r & 1) * 8;
   const int64_t col = col0 + lane % 4 + (r >> 1) * 4;
-  return (row < rows && col < cols) ? m[row * cols + col] : 0.0f;
+  return (row < rows && col < cols) ? Elem<In>::to_float(m[row * cols + col]) : 0.0f;
 }
 
 // The depthwise records (PackedLayout::taps) for e64 expanded channels (E
@@ -365,20 +456,24 @@ __device__ __forceinline__ float a_frag_elem(const float* m, int64_t rows, int64
 // gelu_from_half takes (it saves the GELU a multiply; a power of two, so
 // the sum is exactly half of the unscaled one, barring subnormals).
 constexpr float kTapScale = 0.5f;
+template <class In>
 __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t e64) {
+  const In* const wd = in_ptr<In>(p.wd);
+  const In* const bd = in_ptr<In>(p.bd);
   const int64_t tap_floats = e64 * kTapRecord;
   const int64_t first_tap = kMaxHalf - p.K / 2;  // slot of tap 0: centres the K taps
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tap_floats;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
     float v = 0.0f;
-    if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = p.wd[e * p.K + k];
-    if (e < p.E && slot == kTapBias) v = p.bd[e];
+    if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = Elem<In>::to_float(wd[e * p.K + k]);
+    if (e < p.E && slot == kTapBias) v = Elem<In>::to_float(bd[e]);
     taps[i] = kTapScale * v;
   }
 }
 
 // c_max: the kCMax of the tiling that will read the packed weights.
+template <class In>
 __global__ void pack_weights_kernel(Params p, int c_max) {
   const PackedLayout lay(p.C, p.E, p.tf32, c_max);
   float* ws = p.workspace;
@@ -392,13 +487,13 @@ __global__ void pack_weights_kernel(Params p, int c_max) {
     const int64_t frag = j / (4 * kWarpSize);
     const int64_t ksteps = first ? ks1 : ks2;
     const int64_t tile = frag / ksteps, ks = frag % ksteps;
-    const float v = first ? a_frag_elem(p.w1, p.E, p.C, tile * kMmaM, ks * kMmaK, lane, r)
-                          : a_frag_elem(p.w2, p.C, p.E, tile * kMmaM, ks * kMmaK, lane, r);
+    const float v = first ? a_frag_elem(in_ptr<In>(p.w1), p.E, p.C, tile * kMmaM, ks * kMmaK, lane, r)
+                          : a_frag_elem(in_ptr<In>(p.w2), p.C, p.E, tile * kMmaM, ks * kMmaK, lane, r);
     const float hi = tf32_round(v);
     ws[(first ? lay.w1_hi() : lay.w2_hi()) + j] = hi;
     if (lay.split) ws[(first ? lay.w1_lo() : lay.w2_lo()) + j] = tf32_round(v - hi);
   }
-  pack_taps(p, ws + lay.taps(), lay.E64);
+  pack_taps<In>(p, ws + lay.taps(), lay.E64);
 }
 
 // ---------------------------------------------------------------------------
@@ -424,7 +519,7 @@ struct Ring {
 // h1 = acc1 + b1 for one warp's GEMM1 fragment (m16 tile g1m of chunk ch,
 // n8 tiles nt0.. of the h1 columns), exactly 0 where the position is padding.
 // Tiles below `skip` are stored by the other N half.
-template <class S>
+template <class S, class In>
 __device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[S::kG1NTilesPerWarp][4],
                                          const Params& p, int ch, int g1m, int nt0, int skip,
                                          int64_t xcol0, int lane) {
@@ -432,8 +527,8 @@ __device__ __forceinline__ void store_h1(float* hs, const float (&acc1)[S::kG1NT
   const int g = lane / 4, q = lane % 4;
   const int row_a = g1m * kMmaM + g, row_b = row_a + 8;
   const int64_t e_a = static_cast<int64_t>(ch) * kEChunk + row_a, e_b = e_a + 8;
-  const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
-  const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+  const float b1_a = e_a < p.E ? ldg_f(in_ptr<In>(p.b1) + e_a) : 0.0f;
+  const float b1_b = e_b < p.E ? ldg_f(in_ptr<In>(p.b1) + e_b) : 0.0f;
 #pragma unroll
   for (int nt = 0; nt < S::kG1NTilesPerWarp; ++nt) {
     if (nt >= skip) {
@@ -481,8 +576,9 @@ struct WarpTaps {
 // (taps centred, zeros around them), from the row's window win (kOut +
 // kMaxK - 1 floats from the first output's column) and its tap record. The
 // records hold bd / 2 and tap / 2 (pack_taps), so the sums here are h2 / 2.
-// kTf32: h3 rounded as a TF32 operand (tf32_operand) as each output is made.
-template <int kOut, bool kTf32 = false>
+// Round::h3_operand rounds each output as it is made (Elem<In>: for a TF32
+// wgmma; Unrounded: not at all).
+template <int kOut, class Round = Unrounded>
 __device__ __forceinline__ void depthwise_run(const float (&win)[kOut + kMaxK - 1], const float (&tap)[kMaxK + 1],
                                               float (&h3)[kOut]) {
 #pragma unroll
@@ -495,7 +591,7 @@ __device__ __forceinline__ void depthwise_run(const float (&win)[kOut + kMaxK - 
 #pragma unroll
     for (int m = 1; m < kMaxK; m += 2) acc_odd = fmaf(tap[m], win[j + m], acc_odd);
     const float g = gelu_from_half(acc_even + acc_odd);
-    h3[j] = kTf32 ? tf32_operand(g) : g;
+    h3[j] = Round::h3_operand(g);
   }
 }
 
@@ -535,14 +631,15 @@ __device__ __forceinline__ float4 depthwise4(const float* hrow, const Taps& taps
 // acc + b2): whole rows, 16-byte coalesced where aligned. (C and L as plain
 // values: taking them from Params here cost the split kernel's GEMM1 loop 15
 // register moves per k-step, measured in its SASS.)
-template <class S>
+template <class S, class In>
 __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int C, int64_t L,
-                                           const float* xb, float* yb, int64_t t0) {
+                                           const In* xb, In* yb, int64_t t0) {
   constexpr int kPieces = S::kTileT / kVec;
-  const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+  constexpr uintptr_t kPieceBytes = kVec * sizeof(In);
+  const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % kPieceBytes == 0 &&
+                       reinterpret_cast<uintptr_t>(p.y) % kPieceBytes == 0;
   if (aligned && t0 + S::kTileT <= L) {
-    // Whole tile inside the row: kBatch 16-byte loads of x in flight before
+    // Whole tile inside the row: kBatch 4-value loads of x in flight before
     // their adds (one at a time, each load's latency stalled the loop: 5% of
     // the wgmma kernel's stall samples, ncu on the H200).
     constexpr int kBatch = 4;
@@ -551,8 +648,7 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int i = i0 + u * kThreads;
-        if (i < C * kPieces)
-          xv[u] = __ldg(reinterpret_cast<const float4*>(xb + (i / kPieces) * L + t0 + (i % kPieces) * kVec));
+        if (i < C * kPieces) xv[u] = ldg4(xb + (i / kPieces) * L + t0 + (i % kPieces) * kVec);
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
@@ -560,8 +656,7 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
         if (i < C * kPieces) {
           const int c = i / kPieces, j = (i % kPieces) * kVec;
           const float4 a = *reinterpret_cast<const float4*>(ys + c * S::kXStride + j);
-          __stcs(reinterpret_cast<float4*>(yb + c * L + t0 + j),
-                 make_float4(a.x + xv[u].x, a.y + xv[u].y, a.z + xv[u].z, a.w + xv[u].w));
+          stcs4(yb + c * L + t0 + j, make_float4(a.x + xv[u].x, a.y + xv[u].y, a.z + xv[u].z, a.w + xv[u].w));
         }
       }
     }
@@ -580,18 +675,19 @@ __device__ __forceinline__ void store_tile(const float* ys, const Params& p, int
 #pragma unroll
     for (int u = 0; u < kBatchScalar; ++u) {
       const int e = e0 + u * kThreads, c = e / S::kTileT, j = e % S::kTileT;
-      xv[u] = e < elems && t0 + j < L ? __ldg(xb + c * L + t0 + j) : 0.0f;
+      xv[u] = e < elems && t0 + j < L ? ldg_f(xb + c * L + t0 + j) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kBatchScalar; ++u) {
       const int e = e0 + u * kThreads, c = e / S::kTileT, j = e % S::kTileT;
-      if (e < elems && t0 + j < L) __stcs(yb + c * L + t0 + j, ys[c * S::kXStride + j] + xv[u]);
+      if (e < elems && t0 + j < L) stcs1(yb + c * L + t0 + j, ys[c * S::kXStride + j] + xv[u]);
     }
   }
 }
 
-template <class S, bool kSplit>
+template <class S, bool kSplit, class In>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
+  static_assert(std::is_same_v<In, float> || !kSplit, "16-bit values need one product");
   constexpr int kCMax = S::kCMax, kTileT = S::kTileT, kNX = S::kNX;
   constexpr int kXStride = S::kXStride, kHStride = S::kHStride;
   constexpr int kG1NTilesPerWarp = S::kG1NTilesPerWarp, kG1NStride = S::kG1NStride;
@@ -621,15 +717,33 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   const float4* w1p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w1_lo() : 0)) + lane;
   const float4* w2p_lo = reinterpret_cast<const float4*>(p.workspace + (kSplit ? lay.w2_lo() : 0)) + lane;
 
-  const float* xb = p.x + b * p.C * L;
-  float* yb = p.y + b * p.C * L;
+  const In* xb = in_ptr<In>(p.x) + b * p.C * L;
+  In* yb = out_ptr<In>(p.y) + b * p.C * L;
 
   // ---- stage x[b, :, xcol0 : xcol0 + kNX] ------------------------------------
   // Zeros outside [0, L) and for rows C..C8 that pad the GEMM1 reduction.
-  // 16-byte copies where the piece is aligned and inside, 4-byte elsewhere.
-  {
-    constexpr int kPieces = kNX / kVec;
-    const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+  // fp32: 16-byte copies where the piece is aligned and inside, 4-byte
+  // elsewhere. 16 bits (cp.async has no 2-byte form): loads, 8 bytes where
+  // aligned and inside, widened to fp32 as they are stored (exact).
+  constexpr int kPieces = kNX / kVec;
+  const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % (kVec * sizeof(In)) == 0;
+  if constexpr (!std::is_same_v<In, float>) {
+    for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
+      const int c = i / kPieces, j = (i % kPieces) * kVec;
+      const int64_t pos = xcol0 + j;
+      const In* src = xb + c * L + pos;
+      float4 v;
+      if (aligned && c < C && pos >= 0 && pos + kVec <= L) {
+        v = ldg4(src);
+      } else {
+        float e[kVec];
+#pragma unroll
+        for (int r = 0; r < kVec; ++r) e[r] = c < C && pos + r >= 0 && pos + r < L ? ldg_f(src + r) : 0.0f;
+        v = make_float4(e[0], e[1], e[2], e[3]);
+      }
+      *reinterpret_cast<float4*>(xs + c * kXStride + j) = v;
+    }
+  } else {
     for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
       const int c = i / kPieces, j = (i % kPieces) * kVec;
       const int64_t pos = xcol0 + j;
@@ -735,7 +849,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
       }
       warp_taps.load(taps, ch, warp * kDwRowsPerWarp, lane);  // in flight through store_h1 and the barriers
       __syncthreads();  // every warp is done reading the previous chunk's h3 from hs
-      store_h1<S>(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
+      store_h1<S, In>(hs, acc1, p, ch, g1m, g1_nt0, g1_skip, xcol0, lane);
     }
     __syncthreads();  // h1 complete
 
@@ -767,8 +881,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
     for (int rr = 0; rr < kDwRowsPerWarp; rr += S::kDwRowsPerPass) {
       const int row = warp * kDwRowsPerWarp + dw_local0 + rr;
       float4 h3 = depthwise4(hs + row * kHStride + dw_col, warp_taps, dw_local0 + rr);
-      if constexpr (!kSplit)
-        h3 = make_float4(tf32_round(h3.x), tf32_round(h3.y), tf32_round(h3.z), tf32_round(h3.w));
+      if constexpr (!kSplit) {
+        using E = Elem<In>;
+        h3 = make_float4(E::h3(h3.x), E::h3(h3.y), E::h3(h3.z), E::h3(h3.w));
+      }
       __syncwarp();
       *reinterpret_cast<float4*>(hs + row * kHStride + dw_col) = h3;
     }
@@ -817,7 +933,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int c = g2_row0 + mt * kMmaM + g + half * 8;
-        const float bias = c < C ? __ldg(p.b2 + c) : 0.0f;
+        const float bias = c < C ? ldg_f(in_ptr<In>(p.b2) + c) : 0.0f;
 #pragma unroll
         for (int nt = 0; nt < kG2NTiles; ++nt) {
           const float2 v = make_float2(acc[mt][nt][half * 2] + bias, acc[mt][nt][half * 2 + 1] + bias);
@@ -1502,18 +1618,19 @@ __global__ void __launch_bounds__(exact::kAmaxThreads) amax_kernel(Params p, flo
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nx = p.B * p.C * p.L;
+  const float* const x = in_ptr<float>(p.x);  // the exact mode: fp32 only
   int64_t from = 0;  // x by 16-byte loads where it is 16-byte aligned
-  if (reinterpret_cast<uintptr_t>(p.x) % sizeof(float4) == 0) {
-    const float4* x4 = reinterpret_cast<const float4*>(p.x);
+  if (reinterpret_cast<uintptr_t>(x) % sizeof(float4) == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
     for (int64_t i = first; i < nx / kVec; i += stride) {
       const float4 v = __ldcs(x4 + i);
       m[kX] = fmaxf(m[kX], fmaxf(fmaxf(finite_abs(v.x), finite_abs(v.y)), fmaxf(finite_abs(v.z), finite_abs(v.w))));
     }
     from = nx / kVec * kVec;
   }
-  for (int64_t i = from + first; i < nx; i += stride) m[kX] = fmaxf(m[kX], finite_abs(__ldcs(p.x + i)));
-  auto over = [&](Quantity q, const float* a, int64_t n) {
-    for (int64_t i = first; i < n; i += stride) m[q] = fmaxf(m[q], finite_abs(__ldg(a + i)));
+  for (int64_t i = from + first; i < nx; i += stride) m[kX] = fmaxf(m[kX], finite_abs(__ldcs(x + i)));
+  auto over = [&](Quantity q, const void* a, int64_t n) {
+    for (int64_t i = first; i < n; i += stride) m[q] = fmaxf(m[q], finite_abs(__ldg(in_ptr<float>(a) + i)));
   };
   over(kW1, p.w1, p.E * p.C);
   over(kB1, p.b1, p.E);
@@ -1578,9 +1695,12 @@ __device__ ScaleExps scale_exps(const Params& p, const float* partials) {
 // 8-15: two k16 steps' A); a chunk's 8 W2 stages are, for each warp's 16
 // channels, one k16 step's A of their hi pairs, then of their lo pairs.
 // CTA 0 also writes the kernel's scales.
-template <class W, bool kExact>
+template <class W, bool kExact, class In>
 __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
   static_assert(!kExact || !W::kG2T, "the exact mode's GEMM2 takes W2 from registers");
+  static_assert(!kExact || std::is_same_v<In, float>, "the exact mode: fp32 only");
+  const In* const w1 = in_ptr<In>(p.w1);
+  const In* const w2 = in_ptr<In>(p.w2);
   const WgLayout<W> lay(p.C, p.E);
   const int64_t i = blockIdx.x;
   float s1 = 1.0f, s2 = 1.0f;  // W1's and W2's scales
@@ -1598,8 +1718,8 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
     }
   }
   // element (row, col) of an [rows, cols] matrix scaled by s, 0 outside it
-  auto at = [](const float* m, int64_t rows, int64_t cols, int64_t row, int64_t col, float s) {
-    return row < rows && col < cols ? m[row * cols + col] * s : 0.0f;
+  auto at = [](const In* m, int64_t rows, int64_t cols, int64_t row, int64_t col, float s) {
+    return row < rows && col < cols ? Elem<In>::to_float(m[row * cols + col]) * s : 0.0f;
   };
   // the hi (part 0) or lo (part 1) fp16 pair of (a, b), as a float's bits
   auto pair = [](float a, float b, int part) {
@@ -1619,16 +1739,16 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
         if constexpr (kExact) {
           constexpr int kPairs = kG1StageK / 2;  // the stage's hi pairs, then its lo pairs
           const int64_t c = c0 + 2 * (k % kPairs);
-          v = pair(at(p.w1, p.E, p.C, e, c, s1), at(p.w1, p.E, p.C, e, c + 1, s1), k / kPairs);
+          v = pair(at(w1, p.E, p.C, e, c, s1), at(w1, p.E, p.C, e, c + 1, s1), k / kPairs);
         } else {
-          v = tf32_round(at(p.w1, p.E, p.C, e, c0 + k, 1.0f));
+          v = tf32_round(at(w1, p.E, p.C, e, c0 + k, 1.0f));
         }
       } else if (f.w2 && r < W::kG2SlotSteps * W::kG2StageFloats) {
         constexpr int kKCoreFloats = W::kG2Rows * kCoreK;  // a K-core: kG2Rows rows of 4
         const int o = r % W::kG2StageFloats, n = o % kKCoreFloats / kCoreK, k = o / kKCoreFloats * kCoreK + o % kCoreK;
         const int64_t c = static_cast<int64_t>(f.half) * W::kG2Rows + n;
         const int64_t e = static_cast<int64_t>(f.chunk) * kEChunk + (f.first + r / W::kG2StageFloats) * kMmaK + k;
-        v = tf32_round(at(p.w2, p.C, p.E, c, e, 1.0f));
+        v = tf32_round(at(w2, p.C, p.E, c, e, 1.0f));
       }
       dst[r] = v;
     }
@@ -1646,14 +1766,14 @@ __global__ void __launch_bounds__(kPackThreads) pack_weights_kernel(Params p) {
         // of warp w of the owner), its hi (part 0) or lo pairs (kk, kk + 1)
         const int kk = 2 * (lane % 4) + (v4 / 2) * kMmaK;
         const int64_t e = chunk * kEChunk + step / 2 * kDwRows + kk;
-        dst[r] = pair(at(p.w2, p.C, p.E, c, e, s2), at(p.w2, p.C, p.E, c, e + 1, s2), step % 2);
+        dst[r] = pair(at(w2, p.C, p.E, c, e, s2), at(w2, p.C, p.E, c, e + 1, s2), step % 2);
       } else {
         const int k = lane % 4 + (v4 / 2) * kCoreK;
-        dst[r] = tf32_round(at(p.w2, p.C, p.E, c, chunk * kEChunk + step * kMmaK + k, 1.0f));
+        dst[r] = tf32_round(at(w2, p.C, p.E, c, chunk * kEChunk + step * kMmaK + k, 1.0f));
       }
     }
   }
-  pack_taps(p, p.workspace + lay.taps(), lay.nc * kEChunk);
+  pack_taps<In>(p, p.workspace + lay.taps(), lay.nc * kEChunk);
 }
 
 // The lane index through volatile asm: values worked out from it inside a
@@ -1724,6 +1844,38 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
   cp_async_commit();
 }
 
+// The same for 16-bit x, which cp.async cannot copy (no 2-byte form): loads,
+// kLoadRows rows' worth in flight a lane, widened to fp32 (exactly) as they
+// are stored.
+template <class W, int kStageWarps, class In>
+__device__ __forceinline__ void stage_x_loads(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
+                                              int sw) {
+  constexpr int kNX = W::kNX, kColsPerLane = W::kXtColsPerLane, kLoadRows = 1;
+  const int lane = lane_id();
+  for (int c0 = sw; c0 < c16; c0 += kLoadRows * kStageWarps) {
+    float v[kLoadRows][kColsPerLane];
+#pragma unroll
+    for (int r = 0; r < kLoadRows; ++r) {
+      const int c = c0 + r * kStageWarps;
+#pragma unroll
+      for (int k = 0; k < kColsPerLane; ++k) {
+        const int n = lane + k * kWarpSize;
+        const int64_t pos = xcol0 + n;
+        v[r][k] = c < C && n < kNX && pos >= 0 && pos < L ? ldg_f(xb + static_cast<int64_t>(c) * L + pos) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kLoadRows; ++r) {
+      const int c = c0 + r * kStageWarps;
+#pragma unroll
+      for (int k = 0; k < kColsPerLane; ++k) {
+        const int n = lane + k * kWarpSize;
+        if (c < c16 && n < kNX) xt[W::xt_offset(n, c)] = v[r][k];
+      }
+    }
+  }
+}
+
 // Over all of x^T (the channels from c16 on are never read; bounding the
 // pass by c16 made ptxas spill). kRoundBatch loads before their stores: one
 // at a time, the loop waited out a shared-memory round trip per float4
@@ -1763,16 +1915,17 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
 // warp's run, whose last K-core lands in the run's first region and is held
 // in registers until the end. All of it within one warp, ordered by
 // __syncwarp.
-// The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n).
-template <class W>
+// The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n, as In).
+template <class W, class In>
 __device__ __forceinline__ void load_landed(const float* region, int lane,
                                             float (&v)[W::kXtColsPerLane][kCoreK]) {
+  const In* const landed = reinterpret_cast<const In*>(region);
 #pragma unroll
   for (int j = 0; j < W::kXtColsPerLane; ++j) {
     const int n = lane + j * kWarpSize;
 #pragma unroll
     for (int k = 0; k < kCoreK; ++k)
-      v[j][k] = j + 1 < W::kXtColsPerLane || n < W::kNX ? region[k * W::kNX + n] : 0.0f;
+      v[j][k] = j + 1 < W::kXtColsPerLane || n < W::kNX ? Elem<In>::to_float(landed[k * W::kNX + n]) : 0.0f;
   }
 }
 // ... written to a K-core region in x^T's order (column n's 4 channels at 4n),
@@ -1788,9 +1941,12 @@ __device__ __forceinline__ void store_turned(float* region, int lane,
       *reinterpret_cast<float4*>(region + n * kCoreK) = make_float4(r(v[j][0]), r(v[j][1]), r(v[j][2]), r(v[j][3]));
   }
 }
-template <class W, int kStageWarps, bool kRound>
-__device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, int64_t L, int c16, int64_t xcol0,
+// 16-bit x: 8-byte copies of 4 positions (x's rows 8-byte aligned), landing
+// in the first half of each region, and the same turn-around, widening.
+template <class W, int kStageWarps, bool kRound, class In>
+__device__ __forceinline__ void stage_x_16(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
                                            int sw) {
+  constexpr uint32_t kPieceBytes = kVec * sizeof(In);
   constexpr int kNX = W::kNX, kXtKCoreFloats = W::kXtKCoreFloats, kXtGranules = W::kXtGranules;
   constexpr int kXtKCoreGranules = W::kXtKCoreGranules, kXtColsPerLane = W::kXtColsPerLane;
   const int lane = lane_id();
@@ -1803,18 +1959,21 @@ __device__ __forceinline__ void stage_x_16(float* xt, const float* xb, int C, in
     const int64_t pos = xcol0 + piece * kVec;
     const bool valid = c < C && pos >= 0 && pos < L;
     const int region = r + 1 < run ? kc0 + r + 1 : kc0;
-    cp_async_16_zfill_shared(xt_smem + (region * kXtKCoreFloats + k * kNX + piece * kVec) * sizeof(float),
-                             valid ? xb + c * L + pos : xb, valid);
+    constexpr int kPerFloat = sizeof(float) / sizeof(In);  // In values a float's bytes hold
+    const uint32_t dst = xt_smem + (region * kXtKCoreFloats * kPerFloat + k * kNX + piece * kVec) * sizeof(In);
+    const In* const src = valid ? xb + c * L + pos : xb;
+    if constexpr (kPieceBytes == 16) cp_async_16_zfill_shared(dst, src, valid);
+    else cp_async_8_zfill_shared(dst, src, valid);
   }
   cp_async_commit();
   cp_async_wait<0>();
   __syncwarp();
   float held[kXtColsPerLane][kCoreK];
-  load_landed<W>(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
+  load_landed<W, In>(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
   for (int r = 0; r + 1 < run; ++r) {
     __syncwarp();  // region kc0 + r's landed K-core was read in the step before
     float v[kXtColsPerLane][kCoreK];
-    load_landed<W>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
+    load_landed<W, In>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
     store_turned<W, kRound>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
   }
   __syncwarp();
@@ -1857,14 +2016,18 @@ __device__ __forceinline__ void split_x(float* xt, int tid, int c16, float sx) {
 // 16-byte copies where x16 (stage_x_16: each warp turns its own K-cores
 // around), else by 4-byte copies and, once every stager's have landed
 // (sync: the stagers' barrier), round_x over all of x^T. kExact: either way
-// unrounded, then (after sync) split_x into fp16 pairs scaled by sx. The
-// caller fences the result for the tensor cores.
-template <class W, int kStageWarps, bool kExact, class Sync>
-__device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const float* xb, int C, int64_t L, int c16,
+// unrounded, then (after sync) split_x into fp16 pairs scaled by sx. 16-bit
+// x: the same with 8-byte copies where x16, else loads (stage_x_loads); its
+// values need no rounding. The caller fences the result for the tensor cores.
+template <class W, int kStageWarps, bool kExact, class In, class Sync>
+__device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const In* xb, int C, int64_t L, int c16,
                                         int64_t xcol0, int sw, int tid, bool x16, float sx, Sync sync) {
+  constexpr bool kFloat = std::is_same_v<In, float>;
   if (x16) {
-    stage_x_16<W, kStageWarps, !kExact>(xt, xb, C, L, c16, xcol0, sw);
+    stage_x_16<W, kStageWarps, kFloat && !kExact>(xt, xb, C, L, c16, xcol0, sw);
     if constexpr (kExact) sync();
+  } else if constexpr (!kFloat) {
+    stage_x_loads<W, kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
   } else {
     stage_x_copies<W, kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
     cp_async_wait<0>();
@@ -1900,6 +2063,44 @@ __device__ __forceinline__ void load_x_one(float& a, const float* p, bool ok) {
                : "+f"(a)
                : "l"(p), "r"(static_cast<int>(ok)));
 }
+// 16-bit x: a = x's 16 bits at p, zero-extended, where ok, else unchanged
+// (predicated, as above); widen_x makes the value of them once the loads are
+// done (holding 16-bit values in other registers until then, ptxas spilled).
+__device__ __forceinline__ void load_x_bits(float& a, const void* p, bool ok) {
+  uint32_t u = __float_as_uint(a);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p ld.global.nc.u16 %0, [%1];\n}\n"
+               : "+r"(u)
+               : "l"(p), "r"(static_cast<int>(ok)));
+  a = __uint_as_float(u);
+}
+// The same for a pair at p, p + 1: one 4-byte load of both into a0 (pair),
+// else each alone where ok0 / ok1, zero-extended into a0 and a1.
+__device__ __forceinline__ void load_x_bits_pair(float& a0, float& a1, const void* p, bool pair, bool ok0, bool ok1) {
+  uint32_t u0 = __float_as_uint(a0), u1 = __float_as_uint(a1);
+  asm volatile(
+      "{\n.reg .pred p, q, r;\nsetp.ne.b32 p, %3, 0;\nsetp.ne.b32 q, %4, 0;\nsetp.ne.b32 r, %5, 0;\n"
+      "@p ld.global.nc.b32 %0, [%2];\n@q ld.global.nc.u16 %0, [%2];\n@r ld.global.nc.u16 %1, [%2+2];\n}\n"
+      : "+r"(u0), "+r"(u1)
+      : "l"(p), "r"(static_cast<int>(pair)), "r"(static_cast<int>(ok0)), "r"(static_cast<int>(ok1)));
+  a0 = __uint_as_float(u0);
+  a1 = __uint_as_float(u1);
+}
+template <class In>
+__device__ __forceinline__ float widen_half(uint32_t u) {  // the low 16 bits as In, widened
+  if constexpr (std::is_same_v<In, __nv_bfloat16>) return __uint_as_float(u << 16);
+  else return __half2float(__ushort_as_half(static_cast<unsigned short>(u)));
+}
+template <class In>
+__device__ __forceinline__ float widen_x(float a) {  // load_x_bits' a (0.0f, never loaded, stays 0)
+  return widen_half<In>(__float_as_uint(a));
+}
+// load_x_bits_pair's a0, a1 (a1 is 0 where a0 holds the pair)
+template <class In>
+__device__ __forceinline__ void widen_x_pair(float& a0, float& a1) {
+  const uint32_t w = __float_as_uint(a0) | __float_as_uint(a1) << 16;
+  a0 = widen_half<In>(w);
+  a1 = widen_half<In>(w >> 16);
+}
 // GEMM2 transposed (kG2T): the fragments hold y^T, lane (g, q) of warp wq
 // positions 16 wq + g and + 8, channels 8 nt + 2q and + 1 of the
 // warpgroup's half: for a fixed register, the 8 lanes of each q run along
@@ -1932,9 +2133,10 @@ struct G2TLane {
   }
 };
 
-template <class W>
+template <class W, class In>
 __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
                                          int64_t b, int64_t t0, int half, int wq) {
+  const In* const x = in_ptr<In>(p.x);
   constexpr int kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
@@ -1947,7 +2149,8 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) {
       const bool ok = e.ok(i);
-      load_x_one(acc[0][i], p.x + (ok ? e.offset(i) : 0), ok);
+      if constexpr (std::is_same_v<In, float>) load_x_one(acc[0][i], x + (ok ? e.offset(i) : 0), ok);
+      else load_x_bits(acc[0][i], x + (ok ? e.offset(i) : 0), ok);
     }
     return;
   }
@@ -1958,15 +2161,20 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
     for (int hh = 0; hh < 2; ++hh) {
       const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
       const bool row_ok = c < C;
-      // 8-byte loads where the row's pairs are 8-byte aligned (even L, x not
-      // a view at an odd float offset), else 4-byte ones up to L
-      const float* const xr = p.x + (b * C + (row_ok ? c : 0)) * L + t0 + 2 * q;  // this lane's first column
-      const bool pair = row_ok && interior && reinterpret_cast<uintptr_t>(xr) % sizeof(float2) == 0;
+      // pair loads where the row's pairs are aligned (even L, x not a view at
+      // an odd element offset), else single ones up to L
+      const In* const xr = x + (b * C + (row_ok ? c : 0)) * L + t0 + 2 * q;  // this lane's first column
+      const bool pair = row_ok && interior && reinterpret_cast<uintptr_t>(xr) % (2 * sizeof(In)) == 0;
       const int64_t left = row_ok && !pair ? L - t0 - 2 * q : 0;  // positions of the row from this lane's first
       float* const a = acc[m] + hh * 2;  // columns 8 nt + 2q, + 1: a[nt * 4], a[nt * 4 + 1]
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt)
-        load_x_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        if constexpr (std::is_same_v<In, float>) {
+          load_x_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
+        } else {
+          load_x_bits_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
+        }
+      }
     }
   }
 }
@@ -1976,9 +2184,11 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 // 0 and kTileT - 1 alone: with 4-byte accesses such a tile's epilogue took ~35k
 // cycles against ~14k (clock trace, 28 x 4099 against the headline).
 // kExact: the accumulators hold y - b2 scaled by 1 / undo (exact::kUndo2).
-template <class W, bool kExact>
+template <class W, bool kExact, class In>
 __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C,
                                         int64_t L, int64_t b, int64_t t0, int half, int wq, float undo) {
+  In* const y = out_ptr<In>(p.y);
+  const In* const b2 = in_ptr<In>(p.b2);
   constexpr int kG2Blocks = W::kG2Blocks, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
@@ -1996,11 +2206,11 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
 #pragma unroll
     for (int k = 0; k < W::kG2Acc / 2; ++k) {
       const int c = e.c0 + G2TLane::slot_channel(k);
-      bias[k] = c < C ? __ldg(p.b2 + c) : 0.0f;
+      bias[k] = c < C ? ldg_f(b2 + c) : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < W::kG2Acc; ++i)
-      if (e.ok(i)) __stcs(p.y + e.offset(i), acc[0][i] + bias[G2TLane::slot(i)]);
+      if (e.ok(i)) stcs1(y + e.offset(i), acc[0][i] + bias[G2TLane::slot(i)]);
     return;
   }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
@@ -2011,11 +2221,11 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
     for (int hh = 0; hh < 2; ++hh) {
       const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
       const bool row_ok = c < C;  // (lanes past C still take part in the shuffles, for their quad)
-      const float bias = row_ok ? __ldg(p.b2 + c) : 0.0f;
-      float* const yr = p.y + (b * C + (row_ok ? c : 0)) * L + t0;  // the tile's first position in the row
+      const float bias = row_ok ? ldg_f(b2 + c) : 0.0f;
+      In* const yr = y + (b * C + (row_ok ? c : 0)) * L + t0;  // the tile's first position in the row
       const float* const a = acc[m] + hh * 2;
       if (interior) {
-        const int sh = static_cast<int>(reinterpret_cast<uintptr_t>(yr) / sizeof(float) % 2);
+        const int sh = static_cast<int>(reinterpret_cast<uintptr_t>(yr) / sizeof(In) % 2);
         const int col0 = 2 * q + sh;                // this lane's first pair
         const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column kTileT - 1 alone
 #pragma unroll
@@ -2023,20 +2233,20 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
           const float v0 = out(a[nt * 4], bias), v1 = out(a[nt * 4 + 1], bias);
           const float next0 = nt + 1 < kNTiles ? out(a[(nt + 1) * 4], bias) : 0.0f;
           const float nb = __shfl_sync(0xffffffffu, q == 0 ? next0 : v0, next_lane);
-          float* const yp = yr + col0 + nt * kMmaN;
+          In* const yp = yr + col0 + nt * kMmaN;
           if (!row_ok) continue;
           if (nt + 1 < kNTiles || !cut)
-            __stcs(reinterpret_cast<float2*>(yp), sh == 1 ? make_float2(v1, nb) : make_float2(v0, v1));
+            stcs2(yp, sh == 1 ? v1 : v0, sh == 1 ? nb : v1);
           else
-            __stcs(yp, v1);
+            stcs1(yp, v1);
         }
-        if (row_ok && sh == 1 && q == 0) __stcs(yr, out(a[0], bias));
+        if (row_ok && sh == 1 && q == 0) stcs1(yr, out(a[0], bias));
       } else if (row_ok) {  // a row's last tile: one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
           const int col = i / 2 * kMmaN + i % 2;
-          if (col < left) __stcs(yr + 2 * q + col, out(a[i / 2 * 4 + i % 2], bias));
+          if (col < left) stcs1(yr + 2 * q + col, out(a[i / 2 * 4 + i % 2], bias));
         }
       }
     }
@@ -2054,10 +2264,12 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
 // warpgroup writes its channels of y from its accumulators after its last
 // turn of the tile, while the other runs a turn, and loads the next tile's x
 // into them, in flight under its first turn.
-// kExact: the GEMMs on fp16 pairs (see "the exact mode"), WgHead only.
-template <class W, bool kExact>
+// kExact: the GEMMs on fp16 pairs (see "the exact mode"), WgHead and fp32 only.
+// In: x's, y's and the weights' type (Elem).
+template <class W, bool kExact, class In>
 __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p) {
   static_assert(!kExact || !W::kG2T, "the exact mode's GEMM2 takes W2 from registers");
+  static_assert(!kExact || std::is_same_v<In, float>, "the exact mode: fp32 only");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kTileT = W::kTileT, kNX = W::kNX, kG1Acc = W::kG1Acc, kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc;
   constexpr int kHRowFloats = W::kHRowFloats, kHWarpFloats = W::kHWarpFloats, kHBufFloats = W::kHBufFloats;
@@ -2090,10 +2302,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
   auto tiles = [&] { return static_cast<int>(p.B) * tiles_per_row(); };
   auto tile_row = [&](int tile) { return tile / tiles_per_row(); };
   auto tile_t0 = [&](int tile) { return static_cast<int64_t>(tile % tiles_per_row()) * kTileT; };
-  // x^T by 16-byte copies (stage_x_16) where x's rows allow them
+  // x^T by 4-position copies (stage_x_16) where x's rows allow them
+  const In* const x = in_ptr<In>(p.x);
   auto x16 = [&] {
-    return opaque(static_cast<int>(p.L % kVec) | static_cast<int>(reinterpret_cast<uintptr_t>(p.x) % sizeof(float4))) ==
-           0;
+    return opaque(static_cast<int>(p.L % kVec) |
+                  static_cast<int>(reinterpret_cast<uintptr_t>(x) % (kVec * sizeof(In)))) == 0;
   };
 
   const Layout lay(p.C, p.E);
@@ -2135,7 +2348,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 
   // ---- the first tile's x^T, by all eight warps ------------------------------------
   const int c16 = static_cast<int>(lay.nkb) * kG1StageK;
-  stage_x<W, kWarps, kExact>(xt, xt_smem, p.x + tile_row(blockIdx.x) * p.C * L, C, L, c16,
+  stage_x<W, kWarps, kExact>(xt, xt_smem, x + tile_row(blockIdx.x) * p.C * L, C, L, c16,
                              tile_t0(blockIdx.x) - kMaxHalf, warp, threadIdx.x, x16(), x_scale(),
                              [] { __syncthreads(); });
   fence_proxy_async();
@@ -2164,7 +2377,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
     const int col_lo = xcol0 < 0 ? static_cast<int>(-xcol0) : 0;
     const int col_hi = L - xcol0 < kNX ? static_cast<int>(L - xcol0) : kNX;
     auto last_tile = [&] { return tile + static_cast<int>(gridDim.x) >= tiles(); };
-    init_acc<W>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
+    init_acc<W, In>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq);
 
     for (int j = 0; j < turns.count(); ++j) {
       if ((j + first_owner) % kWarpgroups != wgi) continue;
@@ -2356,16 +2569,39 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto pass_token = [&] {
         if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
       };
+      // 16-bit x: the residual (init_acc: x's bits) widened at the end of the
+      // warpgroup's first turn of the tile (turn 0 or 1), before its first
+      // GEMM2. Not earlier: waiting there for the loads would stall the tile's
+      // start; not at that GEMM2: between wgmmas, ptxas serialised them (C7514)
+      // and spilled.
+      auto widen_residual = [&] {
+        if constexpr (!std::is_same_v<In, float>) {
+          if (j < kWarpgroups) {
+#pragma unroll
+            for (int m = 0; m < kG2Blocks; ++m)
+#pragma unroll
+              for (int i = 0; i < kG2Acc; i += 2) {
+                if constexpr (W::kG2T) {
+                  acc[m][i] = widen_x<In>(acc[m][i]);
+                  acc[m][i + 1] = widen_x<In>(acc[m][i + 1]);
+                } else {
+                  widen_x_pair<In>(acc[m][i], acc[m][i + 1]);
+                }
+              }
+          }
+        }
+      };
       if (!has_g1) {  // turns nc.. : GEMM2 only, and no depthwise after them
         end_turn();
         if constexpr (W::kG2T)
           if (g2 > 0) release(arm(g2 - 1));
         pass_token();
+        widen_residual();
         // ---- the next tile's x^T, while the other warpgroup runs the depthwise
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
         if (j == turns.nc && !last_tile()) {
           const int next = tile + gridDim.x;
-          stage_x<W, kGroupWarps, kExact>(xt, xt_smem, p.x + tile_row(next) * p.C * L, C, L, c16,
+          stage_x<W, kGroupWarps, kExact>(xt, xt_smem, x + tile_row(next) * p.C * L, C, L, c16,
                                           tile_t0(next) - kMaxHalf, wq, threadIdx.x % kWarpgroupThreads, x16(),
                                           x_scale(), [&] { named_sync<kGroupBarrier>(wgi, kWarpgroupThreads); });
           fence_proxy_async();  // read by wgmma after the token this warpgroup passes after turn nc+2
@@ -2449,8 +2685,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         if (j >= 2) named_sync<kFreeBarrier>(wgi, kThreads);  // chunk j-2's h3 is read by both
         // h1 = acc1 + b1 in this warp's rows g and g + 8 (padding columns below).
         const int64_t e_a = static_cast<int64_t>(j) * kEChunk + wq * kDwRows + g, e_b = e_a + 8;
-        const float b1_a = e_a < p.E ? __ldg(p.b1 + e_a) : 0.0f;
-        const float b1_b = e_b < p.E ? __ldg(p.b1 + e_b) : 0.0f;
+        const float b1_a = e_a < p.E ? ldg_f(in_ptr<In>(p.b1) + e_a) : 0.0f;
+        const float b1_b = e_b < p.E ? ldg_f(in_ptr<In>(p.b1) + e_b) : 0.0f;
         // h1 = GEMM1 + b1 (the exact mode: GEMM1 scaled back first)
         const float undo1 = kExact ? scale(exact::kUndo1) : 1.0f;
         auto h1 = [undo1](float a, float b1) {
@@ -2559,7 +2795,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               win[w * kVec + 0] = q.x, win[w * kVec + 1] = q.y, win[w * kVec + 2] = q.z, win[w * kVec + 3] = q.w;
             }
             float h[kRun];
-            depthwise_run<kRun, !kExact>(win, tap, h);
+            depthwise_run<kRun, std::conditional_t<kExact, Unrounded, Elem<In>>>(win, tap, h);
 #pragma unroll
             for (int i = 0; i < kEntries; ++i) {
               const float x0 = h[4 * i], x1 = h[4 * i + 1], x2 = h[4 * i + 2], x3 = h[4 * i + 3];
@@ -2637,7 +2873,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
               windows[kDwWindows - 1] = *reinterpret_cast<const float4*>(
                   tail_lane ? tails + (r0 + r) * kMaxHalf : hrow + (kDwWindows - 1) * kVec);
               const float4 h = depthwise4(windows, warp_taps, row);
-              v[r] = make_float4(tf32_operand(h.x), tf32_operand(h.y), tf32_operand(h.z), tf32_operand(h.w));
+              using E = Elem<In>;
+              v[r] = make_float4(E::h3_operand(h.x), E::h3_operand(h.y), E::h3_operand(h.z), E::h3_operand(h.w));
             }
             __syncwarp();
             // K-core kc: position n's 4 channels at 4n; this lane's positions 4 pl.., channels r0..
@@ -2650,10 +2887,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         }
         fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
       }
+      widen_residual();
     }
 
     // ---- this warpgroup's last turn of the tile is done: its channels of y ----
-    store_y<W, kExact>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq,
+    store_y<W, kExact, In>(acc, p, C, L, tile_row(tile), tile_t0(tile), (first_owner + wgi) % kWarpgroups, wq,
                        kExact ? scale(exact::kUndo2) : 1.0f);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -2721,6 +2959,20 @@ int choose_c256_tile(const Params& p, int device) {
   return best_t;
 }
 
+// f(Type<In>{}) for p's element type.
+template <class T>
+struct Type {
+  using type = T;
+};
+template <class F>
+auto with_dtype(const Params& p, F f) {
+  switch (p.dtype) {
+    case DType::kBFloat16: return f(Type<__nv_bfloat16>{});
+    case DType::kFloat16: return f(Type<__half>{});
+    default: return f(Type<float>{});
+  }
+}
+
 #if defined(FUSED_DWSEP_SM90A)
 // f(tile) for the wgmma kernel's tile that serves C: WgHead up to C = 256,
 // WgWide beyond (select_path checks that C fits it).
@@ -2728,13 +2980,15 @@ template <class F>
 auto with_wg_tile(int64_t C, F f) {
   return C <= wg::WgHead::kCMax ? f(wg::WgHead{}) : f(wg::WgWide{});
 }
-// f(tile, exact) for the wgmma kernel that serves p: the exact mode (exact a
-// std::true_type) on WgHead, which select_path keeps it to; else
-// with_wg_tile's tile in the TF32 mode.
+// f(tile, exact, Type<In>) for the wgmma kernel that serves p: the exact mode
+// (exact a std::true_type, fp32 only) on WgHead, which select_path keeps it
+// to; else with_wg_tile's tile in the TF32 mode, for p's element type.
 template <class F>
 auto with_wg_kernel(const Params& p, F f) {
-  return p.tf32 ? with_wg_tile(p.C, [&](auto tile) { return f(tile, std::false_type{}); })
-                : f(wg::WgHead{}, std::true_type{});
+  if (!p.tf32) return f(wg::WgHead{}, std::true_type{}, Type<float>{});
+  return with_dtype(p, [&](auto in) {
+    return with_wg_tile(p.C, [&](auto tile) { return f(tile, std::false_type{}, in); });
+  });
 }
 #endif
 
@@ -2774,9 +3028,14 @@ struct TcLaunch {
 };
 
 template <class S>
-TcLaunch tc_launch(bool tf32) {
-  return {tf32 ? tc::fused_dwsep_tc_kernel<S, false> : tc::fused_dwsep_tc_kernel<S, true>,
-          S::kSmemBytes, S::kTileT, S::kCMax};
+TcLaunch tc_launch(const Params& p) {
+  return with_dtype(p, [&](auto in) {
+    using In = typename decltype(in)::type;
+    void (*kernel)(Params) = tc::fused_dwsep_tc_kernel<S, false, In>;
+    if constexpr (std::is_same_v<In, float>)
+      if (!p.tf32) kernel = tc::fused_dwsep_tc_kernel<S, true, float>;
+    return TcLaunch{kernel, S::kSmemBytes, S::kTileT, S::kCMax};
+  });
 }
 
 // The kernel and tiling for a tensor-core path: kTensorCore takes the tile
@@ -2785,17 +3044,18 @@ TcLaunch tc_launch(bool tf32) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
-    return with_wg_kernel(p, [](auto tile, auto exact) {
+    return with_wg_kernel(p, [](auto tile, auto exact, auto in) {
       using W = decltype(tile);
-      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, decltype(exact)::value>, W::kSmemBytes, W::kTileT, W::kCMax};
+      return TcLaunch{wg::fused_dwsep_wgmma_kernel<W, decltype(exact)::value, typename decltype(in)::type>,
+                      W::kSmemBytes, W::kTileT, W::kCMax};
     });
 #endif
   if (path == Path::kTensorCoreWide)
-    return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p.tf32) : tc_launch<tc::C512>(p.tf32);
+    return p.C <= tc::C384::kCMax ? tc_launch<tc::C384>(p) : tc_launch<tc::C512>(p);
   switch (choose_c256_tile(p, device)) {
-    case tc::C256T32::kTileT: return tc_launch<tc::C256T32>(p.tf32);
-    case tc::C256T64::kTileT: return tc_launch<tc::C256T64>(p.tf32);
-    default: return tc_launch<tc::C256>(p.tf32);
+    case tc::C256T32::kTileT: return tc_launch<tc::C256T32>(p);
+    case tc::C256T64::kTileT: return tc_launch<tc::C256T64>(p);
+    default: return tc_launch<tc::C256>(p);
   }
 }
 
@@ -2821,7 +3081,7 @@ size_t workspace_floats(const Params& p, int device) {
 
 cudaError_t launch(const Params& p, cudaStream_t stream) {
   if (p.B < 1 || p.C < 1 || p.E < 1 || p.L < 1 || p.K < 1 || p.K % 2 == 0 ||
-      p.C > INT32_MAX || p.E > INT32_MAX) {
+      p.C > INT32_MAX || p.E > INT32_MAX || (p.dtype != DType::kFloat32 && !p.tf32)) {
     return cudaErrorInvalidValue;
   }
   int device = 0;
@@ -2835,21 +3095,24 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
-    const bool packed = with_wg_kernel(p, [&](auto tile, auto exact) {
+    const bool packed = with_wg_kernel(p, [&](auto tile, auto exact, auto in) {
       using W = decltype(tile);
       constexpr bool kExact = decltype(exact)::value;
+      using In = typename decltype(in)::type;
       const wg::WgLayout<W> lay(p.C, p.E);
       const int64_t blocks = lay.pack_blocks();
       if (blocks > INT32_MAX) return false;
       if constexpr (kExact)
         wg::amax_kernel<<<wg::exact::kAmaxBlocks, wg::exact::kAmaxThreads, 0, stream>>>(p, p.workspace + lay.partials());
-      wg::pack_weights_kernel<W, kExact><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
+      wg::pack_weights_kernel<W, kExact, In><<<static_cast<unsigned>(blocks), kPackThreads, 0, stream>>>(p);
       return true;
     });
     if (!packed) return cudaErrorInvalidValue;
   } else
 #endif
-    tc::pack_weights_kernel<<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
+    with_dtype(p, [&](auto in) {
+      tc::pack_weights_kernel<typename decltype(in)::type><<<kPackBlocks, kPackThreads, 0, stream>>>(p, tl.c_max);
+    });
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   // One CTA per (batch row, position tile); ~226 KB of shared memory means
   // one CTA per SM, so the grid runs in waves. The wgmma kernel is

@@ -9,21 +9,27 @@
 
 namespace fused_dwsep {
 
-// All tensors are contiguous fp32 on one device; sizes are in elements.
+// The element type of x, y and the six weights.
+enum class DType : int { kFloat32 = 0, kBFloat16 = 1, kFloat16 = 2 };
+
+// All tensors are contiguous, of one dtype, on one device; sizes are in elements.
 struct Params {
-  const float* x;    // [B, C, L]
-  const float* w1;   // [E, C]   pointwise expand
-  const float* b1;   // [E]
-  const float* wd;   // [E, K]   depthwise taps
-  const float* bd;   // [E]
-  const float* w2;   // [C, E]   pointwise project back
-  const float* b2;   // [C]
-  float* y;          // [B, C, L] output, fully written
-  float* workspace;  // packed weights (workspace_floats())
+  const void* x;     // [B, C, L]
+  const void* w1;    // [E, C]   pointwise expand
+  const void* b1;    // [E]
+  const void* wd;    // [E, K]   depthwise taps
+  const void* bd;    // [E]
+  const void* w2;    // [C, E]   pointwise project back
+  const void* b2;    // [C]
+  void* y;           // [B, C, L] output, fully written
+  float* workspace;  // packed weights (workspace_floats()), fp32 whatever dtype is
   int64_t B, C, E, L, K;
+  DType dtype;
   // true: GEMM operands rounded to TF32 (round-to-nearest), fp32 accumulate,
   //       i.e. what cuDNN does under torch.backends.cudnn.allow_tf32 = True.
   // false: fp32-accurate GEMMs (three products of split operands on tensor cores).
+  // bf16 and fp16 need true: their values are TF32 values, so one TF32 product
+  // of them is exact (launch() refuses false with them).
   bool tf32;
 };
 
