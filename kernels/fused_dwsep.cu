@@ -1850,7 +1850,7 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
 template <class W, int kStageWarps, class In>
 __device__ __forceinline__ void stage_x_loads(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
                                               int sw) {
-  constexpr int kNX = W::kNX, kColsPerLane = W::kXtColsPerLane, kLoadRows = 1;
+  constexpr int kNX = W::kNX, kColsPerLane = W::kXtColsPerLane, kLoadRows = 4;
   const int lane = lane_id();
   for (int c0 = sw; c0 < c16; c0 += kLoadRows * kStageWarps) {
     float v[kLoadRows][kColsPerLane];
@@ -2063,44 +2063,6 @@ __device__ __forceinline__ void load_x_one(float& a, const float* p, bool ok) {
                : "+f"(a)
                : "l"(p), "r"(static_cast<int>(ok)));
 }
-// 16-bit x: a = x's 16 bits at p, zero-extended, where ok, else unchanged
-// (predicated, as above); widen_x makes the value of them once the loads are
-// done (holding 16-bit values in other registers until then, ptxas spilled).
-__device__ __forceinline__ void load_x_bits(float& a, const void* p, bool ok) {
-  uint32_t u = __float_as_uint(a);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p ld.global.nc.u16 %0, [%1];\n}\n"
-               : "+r"(u)
-               : "l"(p), "r"(static_cast<int>(ok)));
-  a = __uint_as_float(u);
-}
-// The same for a pair at p, p + 1: one 4-byte load of both into a0 (pair),
-// else each alone where ok0 / ok1, zero-extended into a0 and a1.
-__device__ __forceinline__ void load_x_bits_pair(float& a0, float& a1, const void* p, bool pair, bool ok0, bool ok1) {
-  uint32_t u0 = __float_as_uint(a0), u1 = __float_as_uint(a1);
-  asm volatile(
-      "{\n.reg .pred p, q, r;\nsetp.ne.b32 p, %3, 0;\nsetp.ne.b32 q, %4, 0;\nsetp.ne.b32 r, %5, 0;\n"
-      "@p ld.global.nc.b32 %0, [%2];\n@q ld.global.nc.u16 %0, [%2];\n@r ld.global.nc.u16 %1, [%2+2];\n}\n"
-      : "+r"(u0), "+r"(u1)
-      : "l"(p), "r"(static_cast<int>(pair)), "r"(static_cast<int>(ok0)), "r"(static_cast<int>(ok1)));
-  a0 = __uint_as_float(u0);
-  a1 = __uint_as_float(u1);
-}
-template <class In>
-__device__ __forceinline__ float widen_half(uint32_t u) {  // the low 16 bits as In, widened
-  if constexpr (std::is_same_v<In, __nv_bfloat16>) return __uint_as_float(u << 16);
-  else return __half2float(__ushort_as_half(static_cast<unsigned short>(u)));
-}
-template <class In>
-__device__ __forceinline__ float widen_x(float a) {  // load_x_bits' a (0.0f, never loaded, stays 0)
-  return widen_half<In>(__float_as_uint(a));
-}
-// load_x_bits_pair's a0, a1 (a1 is 0 where a0 holds the pair)
-template <class In>
-__device__ __forceinline__ void widen_x_pair(float& a0, float& a1) {
-  const uint32_t w = __float_as_uint(a0) | __float_as_uint(a1) << 16;
-  a0 = widen_half<In>(w);
-  a1 = widen_half<In>(w >> 16);
-}
 // GEMM2 transposed (kG2T): the fragments hold y^T, lane (g, q) of warp wq
 // positions 16 wq + g and + 8, channels 8 nt + 2q and + 1 of the
 // warpgroup's half: for a fixed register, the 8 lanes of each q run along
@@ -2133,10 +2095,14 @@ struct G2TLane {
   }
 };
 
+// 16-bit x: zeros here, and store_y adds x. (Loaded here as bits and widened
+// in place before the first GEMM2, the 16-bit kernel needed more registers
+// than the fp32 one: ptxas spilled and serialised the wgmmas, C7514; 0.58 ms
+// at the headline in bf16 against fp32's 0.44, H200. kernels/NOTES.md.)
 template <class W, class In>
 __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
                                          int64_t b, int64_t t0, int half, int wq) {
-  const In* const x = in_ptr<In>(p.x);
+  const float* const x = in_ptr<float>(p.x);
   constexpr int kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
@@ -2144,13 +2110,13 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
   for (int m = 0; m < kG2Blocks; ++m)
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
+  if constexpr (!std::is_same_v<In, float>) return;
   if constexpr (W::kG2T) {
     const G2TLane e(C, L, b, t0, half * kG2Rows, wq, g, q);
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) {
       const bool ok = e.ok(i);
-      if constexpr (std::is_same_v<In, float>) load_x_one(acc[0][i], x + (ok ? e.offset(i) : 0), ok);
-      else load_x_bits(acc[0][i], x + (ok ? e.offset(i) : 0), ok);
+      load_x_one(acc[0][i], x + (ok ? e.offset(i) : 0), ok);
     }
     return;
   }
@@ -2161,20 +2127,15 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
     for (int hh = 0; hh < 2; ++hh) {
       const int c = half * kG2Rows + m * kWgmmaM + wq * kMmaM + g + hh * 8;
       const bool row_ok = c < C;
-      // pair loads where the row's pairs are aligned (even L, x not a view at
-      // an odd element offset), else single ones up to L
-      const In* const xr = x + (b * C + (row_ok ? c : 0)) * L + t0 + 2 * q;  // this lane's first column
-      const bool pair = row_ok && interior && reinterpret_cast<uintptr_t>(xr) % (2 * sizeof(In)) == 0;
+      // 8-byte loads where the row's pairs are 8-byte aligned (even L, x not
+      // a view at an odd float offset), else 4-byte ones up to L
+      const float* const xr = x + (b * C + (row_ok ? c : 0)) * L + t0 + 2 * q;  // this lane's first column
+      const bool pair = row_ok && interior && reinterpret_cast<uintptr_t>(xr) % sizeof(float2) == 0;
       const int64_t left = row_ok && !pair ? L - t0 - 2 * q : 0;  // positions of the row from this lane's first
       float* const a = acc[m] + hh * 2;  // columns 8 nt + 2q, + 1: a[nt * 4], a[nt * 4 + 1]
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        if constexpr (std::is_same_v<In, float>) {
-          load_x_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
-        } else {
-          load_x_bits_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
-        }
-      }
+      for (int nt = 0; nt < kNTiles; ++nt)
+        load_x_pair(a[nt * 4], a[nt * 4 + 1], xr + nt * kMmaN, pair, nt * kMmaN < left, nt * kMmaN + 1 < left);
     }
   }
 }
@@ -2184,11 +2145,16 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 // 0 and kTileT - 1 alone: with 4-byte accesses such a tile's epilogue took ~35k
 // cycles against ~14k (clock trace, 28 x 4099 against the headline).
 // kExact: the accumulators hold y - b2 scaled by 1 / undo (exact::kUndo2).
+// 16-bit x: the accumulators hold y - b2 - x (init_acc), and x is loaded
+// here, a row's values in flight together before its stores (x^T's staging
+// read the same bytes shortly before, so they come from L2).
 template <class W, bool kExact, class In>
 __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C,
                                         int64_t L, int64_t b, int64_t t0, int half, int wq, float undo) {
   In* const y = out_ptr<In>(p.y);
   const In* const b2 = in_ptr<In>(p.b2);
+  const In* const x = in_ptr<In>(p.x);
+  constexpr bool kAddX = !std::is_same_v<In, float>;
   constexpr int kG2Blocks = W::kG2Blocks, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
@@ -2208,9 +2174,25 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
       const int c = e.c0 + G2TLane::slot_channel(k);
       bias[k] = c < C ? ldg_f(b2 + c) : 0.0f;
     }
+    if constexpr (kAddX) {
+      constexpr int kBatch = 16;  // x's loads in flight (all of them at once: ptxas spilled)
+      static_assert(W::kG2Acc % kBatch == 0, "whole batches");
 #pragma unroll
-    for (int i = 0; i < W::kG2Acc; ++i)
-      if (e.ok(i)) stcs1(y + e.offset(i), acc[0][i] + bias[G2TLane::slot(i)]);
+      for (int i0 = 0; i0 < W::kG2Acc; i0 += kBatch) {
+        float res[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) res[u] = e.ok(i0 + u) ? ldg_f(x + e.offset(i0 + u)) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int i = i0 + u;
+          if (e.ok(i)) stcs1(y + e.offset(i), acc[0][i] + res[u] + bias[G2TLane::slot(i)]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < W::kG2Acc; ++i)
+        if (e.ok(i)) stcs1(y + e.offset(i), acc[0][i] + bias[G2TLane::slot(i)]);
+    }
     return;
   }
   const bool interior = L - t0 >= kTileT;  // the tile inside its row: 8-byte stores in every row
@@ -2223,15 +2205,29 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
       const bool row_ok = c < C;  // (lanes past C still take part in the shuffles, for their quad)
       const float bias = row_ok ? ldg_f(b2 + c) : 0.0f;
       In* const yr = y + (b * C + (row_ok ? c : 0)) * L + t0;  // the tile's first position in the row
-      const float* const a = acc[m] + hh * 2;
+      // this lane's columns 8 nt + 2q + k: the accumulator, plus x (16 bits)
+      float res[kAddX ? kNTiles * 2 : 1];
+      if constexpr (kAddX) {
+#pragma unroll
+        for (int i = 0; i < kNTiles * 2; ++i) {
+          const int col = i / 2 * kMmaN + 2 * q + i % 2;
+          const bool ok = row_ok && (interior || col < L - t0);
+          res[i] = ok ? ldg_f(x + (b * C + c) * L + t0 + col) : 0.0f;
+        }
+      }
+      const float* const acc_row = acc[m] + hh * 2;
+      auto a = [&](int i) {  // i: as acc_row's index
+        if constexpr (kAddX) return acc_row[i] + res[i / 4 * 2 + i % 4];
+        else return acc_row[i];
+      };
       if (interior) {
         const int sh = static_cast<int>(reinterpret_cast<uintptr_t>(yr) / sizeof(In) % 2);
         const int col0 = 2 * q + sh;                // this lane's first pair
         const bool cut = sh == 1 && q == kQuad - 1;  // its last pair would reach the next tile: column kTileT - 1 alone
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
-          const float v0 = out(a[nt * 4], bias), v1 = out(a[nt * 4 + 1], bias);
-          const float next0 = nt + 1 < kNTiles ? out(a[(nt + 1) * 4], bias) : 0.0f;
+          const float v0 = out(a(nt * 4), bias), v1 = out(a(nt * 4 + 1), bias);
+          const float next0 = nt + 1 < kNTiles ? out(a((nt + 1) * 4), bias) : 0.0f;
           const float nb = __shfl_sync(0xffffffffu, q == 0 ? next0 : v0, next_lane);
           In* const yp = yr + col0 + nt * kMmaN;
           if (!row_ok) continue;
@@ -2240,13 +2236,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[W::kG2Blocks][W::kG2A
           else
             stcs1(yp, v1);
         }
-        if (row_ok && sh == 1 && q == 0) stcs1(yr, out(a[0], bias));
+        if (row_ok && sh == 1 && q == 0) stcs1(yr, out(a(0), bias));
       } else if (row_ok) {  // a row's last tile: one float at a time, up to L
         const int64_t left = L - t0 - 2 * q;
 #pragma unroll
         for (int i = 0; i < 2 * kNTiles; ++i) {
           const int col = i / 2 * kMmaN + i % 2;
-          if (col < left) stcs1(yr + 2 * q + col, out(a[i / 2 * 4 + i % 2], bias));
+          if (col < left) stcs1(yr + 2 * q + col, out(a(i / 2 * 4 + i % 2), bias));
         }
       }
     }
@@ -2569,34 +2565,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
       auto pass_token = [&] {
         if (!last_tile() || j + 1 < turns.count()) named_arrive<kTokenBarrier>(1 - wgi, kThreads);
       };
-      // 16-bit x: the residual (init_acc: x's bits) widened at the end of the
-      // warpgroup's first turn of the tile (turn 0 or 1), before its first
-      // GEMM2. Not earlier: waiting there for the loads would stall the tile's
-      // start; not at that GEMM2: between wgmmas, ptxas serialised them (C7514)
-      // and spilled.
-      auto widen_residual = [&] {
-        if constexpr (!std::is_same_v<In, float>) {
-          if (j < kWarpgroups) {
-#pragma unroll
-            for (int m = 0; m < kG2Blocks; ++m)
-#pragma unroll
-              for (int i = 0; i < kG2Acc; i += 2) {
-                if constexpr (W::kG2T) {
-                  acc[m][i] = widen_x<In>(acc[m][i]);
-                  acc[m][i + 1] = widen_x<In>(acc[m][i + 1]);
-                } else {
-                  widen_x_pair<In>(acc[m][i], acc[m][i + 1]);
-                }
-              }
-          }
-        }
-      };
       if (!has_g1) {  // turns nc.. : GEMM2 only, and no depthwise after them
         end_turn();
         if constexpr (W::kG2T)
           if (g2 > 0) release(arm(g2 - 1));
         pass_token();
-        widen_residual();
         // ---- the next tile's x^T, while the other warpgroup runs the depthwise
         // of chunk nc-1 and turn nc+1 (turn nc-1's GEMM1 was the last read) ----
         if (j == turns.nc && !last_tile()) {
@@ -2887,7 +2860,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
         }
         fence_proxy_async();  // h3^T is read by wgmma after the next token barrier
       }
-      widen_residual();
     }
 
     // ---- this warpgroup's last turn of the tile is done: its channels of y ----
