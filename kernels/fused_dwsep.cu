@@ -1844,38 +1844,6 @@ __device__ __forceinline__ void stage_x_copies(uint32_t xt_smem, const float* xb
   cp_async_commit();
 }
 
-// The same for 16-bit x, which cp.async cannot copy (no 2-byte form): loads,
-// kLoadRows rows' worth in flight a lane, widened to fp32 (exactly) as they
-// are stored.
-template <class W, int kStageWarps, class In>
-__device__ __forceinline__ void stage_x_loads(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
-                                              int sw) {
-  constexpr int kNX = W::kNX, kColsPerLane = W::kXtColsPerLane, kLoadRows = 4;
-  const int lane = lane_id();
-  for (int c0 = sw; c0 < c16; c0 += kLoadRows * kStageWarps) {
-    float v[kLoadRows][kColsPerLane];
-#pragma unroll
-    for (int r = 0; r < kLoadRows; ++r) {
-      const int c = c0 + r * kStageWarps;
-#pragma unroll
-      for (int k = 0; k < kColsPerLane; ++k) {
-        const int n = lane + k * kWarpSize;
-        const int64_t pos = xcol0 + n;
-        v[r][k] = c < C && n < kNX && pos >= 0 && pos < L ? ldg_f(xb + static_cast<int64_t>(c) * L + pos) : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kLoadRows; ++r) {
-      const int c = c0 + r * kStageWarps;
-#pragma unroll
-      for (int k = 0; k < kColsPerLane; ++k) {
-        const int n = lane + k * kWarpSize;
-        if (c < c16 && n < kNX) xt[W::xt_offset(n, c)] = v[r][k];
-      }
-    }
-  }
-}
-
 // Over all of x^T (the channels from c16 on are never read; bounding the
 // pass by c16 made ptxas spill). kRoundBatch loads before their stores: one
 // at a time, the loop waited out a shared-memory round trip per float4
@@ -1943,37 +1911,75 @@ __device__ __forceinline__ void store_turned(float* region, int lane,
 }
 // 16-bit x: 8-byte copies of 4 positions (x's rows 8-byte aligned), landing
 // in the first half of each region, and the same turn-around, widening.
-template <class W, int kStageWarps, bool kRound, class In>
+// kWords (16-bit x in rows of any alignment, e.g. odd L): 4-byte copies of
+// the aligned pairs that cover each row's kNX positions (kNX / 2 + 1 of
+// them, from one position early where the row starts at an odd element),
+// landed kNX + 2 values a row; the turn-around skips that position and
+// zeroes the positions outside [0, L), which a pair at a row's end brings
+// in from the row before or after. (By loads instead: 1.02 ms at a jittered
+// bf16 shape against 0.49 at the headline, H200.)
+template <class W, bool kWords, class In>
+__device__ __forceinline__ void load_landed_x(const float* region, int lane, int kc, int par0, int64_t L,
+                                              int64_t xcol0, float (&v)[W::kXtColsPerLane][kCoreK]) {
+  if constexpr (!kWords) {
+    load_landed<W, In>(region, lane, v);
+  } else {
+    constexpr int kRow = W::kNX + 2;  // landed values a row
+    const In* const landed = reinterpret_cast<const In*>(region);
+#pragma unroll
+    for (int j = 0; j < W::kXtColsPerLane; ++j) {
+      const int n = lane + j * kWarpSize;
+      const int64_t pos = xcol0 + n;
+      const bool inside = n < W::kNX && pos >= 0 && pos < L;
+#pragma unroll
+      for (int k = 0; k < kCoreK; ++k) {
+        const int shift = (par0 + static_cast<int>((kc * kCoreK + k) * (L & 1))) & 1;  // the row's first pair starts early
+        v[j][k] = inside ? Elem<In>::to_float(landed[k * kRow + n + shift]) : 0.0f;
+      }
+    }
+  }
+}
+template <class W, int kStageWarps, bool kRound, bool kWords, class In>
 __device__ __forceinline__ void stage_x_16(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
                                            int sw) {
-  constexpr uint32_t kPieceBytes = kVec * sizeof(In);
-  constexpr int kNX = W::kNX, kXtKCoreFloats = W::kXtKCoreFloats, kXtGranules = W::kXtGranules;
-  constexpr int kXtKCoreGranules = W::kXtKCoreGranules, kXtColsPerLane = W::kXtColsPerLane;
+  static_assert(!kWords || sizeof(In) == 2, "pairs of 16-bit values");
+  constexpr int kPieceValues = kWords ? 2 : kVec;
+  constexpr uint32_t kPieceBytes = kPieceValues * sizeof(In);
+  constexpr int kNX = W::kNX, kXtKCoreFloats = W::kXtKCoreFloats, kXtColsPerLane = W::kXtColsPerLane;
+  constexpr int kGranules = kWords ? kNX / 2 + 1 : W::kXtGranules;  // pieces a landed row
+  constexpr int kRow = kGranules * kPieceValues;                     // values a landed row
+  constexpr int kKCoreGranules = kCoreK * kGranules;
+  static_assert(kWords || kKCoreGranules == W::kXtKCoreGranules, "the 16-byte pieces");
+  static_assert(kCoreK * kRow * sizeof(In) <= kXtKCoreFloats * sizeof(float), "a landed K-core fits its region");
   const int lane = lane_id();
   const int run = c16 / kCoreK / kStageWarps;  // this warp's K-cores: kc0 .. kc0 + run - 1
   const int kc0 = sw * run;
   const uint32_t xt_smem = smem_u32(xt);
-  for (int i = lane; i < run * kXtKCoreGranules; i += kWarpSize) {
-    const int r = i / kXtKCoreGranules, k = i % kXtKCoreGranules / kXtGranules, piece = i % kXtGranules;
+  // kWords: the element parity of row 0's position xcol0 (row c's: + c L)
+  const int par0 = static_cast<int>((reinterpret_cast<uintptr_t>(xb) / sizeof(In) + xcol0) & 1);
+  for (int i = lane; i < run * kKCoreGranules; i += kWarpSize) {
+    const int r = i / kKCoreGranules, k = i % kKCoreGranules / kGranules, piece = i % kGranules;
     const int c = (kc0 + r) * kCoreK + k;
-    const int64_t pos = xcol0 + piece * kVec;
-    const bool valid = c < C && pos >= 0 && pos < L;
+    const int shift = kWords ? (par0 + static_cast<int>(c * (L & 1))) & 1 : 0;
+    const int64_t pos = xcol0 - shift + piece * kPieceValues;  // the piece's first position
+    const bool valid = c < C && pos + kPieceValues - 1 >= 0 && pos < L;
     const int region = r + 1 < run ? kc0 + r + 1 : kc0;
     constexpr int kPerFloat = sizeof(float) / sizeof(In);  // In values a float's bytes hold
-    const uint32_t dst = xt_smem + (region * kXtKCoreFloats * kPerFloat + k * kNX + piece * kVec) * sizeof(In);
+    const uint32_t dst = xt_smem + (region * kXtKCoreFloats * kPerFloat + k * kRow + piece * kPieceValues) * sizeof(In);
     const In* const src = valid ? xb + c * L + pos : xb;
     if constexpr (kPieceBytes == 16) cp_async_16_zfill_shared(dst, src, valid);
-    else cp_async_8_zfill_shared(dst, src, valid);
+    else if constexpr (kPieceBytes == 8) cp_async_8_zfill_shared(dst, src, valid);
+    else cp_async_4_zfill_shared(dst, src, valid);
   }
   cp_async_commit();
   cp_async_wait<0>();
   __syncwarp();
   float held[kXtColsPerLane][kCoreK];
-  load_landed<W, In>(xt + kc0 * kXtKCoreFloats, lane, held);  // K-core kc0 + run - 1
+  load_landed_x<W, kWords, In>(xt + kc0 * kXtKCoreFloats, lane, kc0 + run - 1, par0, L, xcol0, held);
   for (int r = 0; r + 1 < run; ++r) {
     __syncwarp();  // region kc0 + r's landed K-core was read in the step before
     float v[kXtColsPerLane][kCoreK];
-    load_landed<W, In>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, v);
+    load_landed_x<W, kWords, In>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, kc0 + r, par0, L, xcol0, v);
     store_turned<W, kRound>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
   }
   __syncwarp();
@@ -2017,17 +2023,18 @@ __device__ __forceinline__ void split_x(float* xt, int tid, int c16, float sx) {
 // around), else by 4-byte copies and, once every stager's have landed
 // (sync: the stagers' barrier), round_x over all of x^T. kExact: either way
 // unrounded, then (after sync) split_x into fp16 pairs scaled by sx. 16-bit
-// x: the same with 8-byte copies where x16, else loads (stage_x_loads); its
-// values need no rounding. The caller fences the result for the tensor cores.
+// x: stage_x_16 either way, 8-byte copies where x16, else 4-byte copies of
+// aligned pairs; its values need no rounding. The caller fences the result
+// for the tensor cores.
 template <class W, int kStageWarps, bool kExact, class In, class Sync>
 __device__ __forceinline__ void stage_x(float* xt, uint32_t xt_smem, const In* xb, int C, int64_t L, int c16,
                                         int64_t xcol0, int sw, int tid, bool x16, float sx, Sync sync) {
   constexpr bool kFloat = std::is_same_v<In, float>;
   if (x16) {
-    stage_x_16<W, kStageWarps, kFloat && !kExact>(xt, xb, C, L, c16, xcol0, sw);
+    stage_x_16<W, kStageWarps, kFloat && !kExact, false>(xt, xb, C, L, c16, xcol0, sw);
     if constexpr (kExact) sync();
   } else if constexpr (!kFloat) {
-    stage_x_loads<W, kStageWarps>(xt, xb, C, L, c16, xcol0, sw);
+    stage_x_16<W, kStageWarps, false, true>(xt, xb, C, L, c16, xcol0, sw);
   } else {
     stage_x_copies<W, kStageWarps>(xt_smem, xb, C, L, c16, xcol0, sw);
     cp_async_wait<0>();

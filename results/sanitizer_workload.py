@@ -1,11 +1,14 @@
 """A small workload for compute-sanitizer: small and ragged shapes, both TF32
 settings (so the wgmma kernel, every mma.sync tiling and the packing kernel
 run), and a forward + backward on each (the backward's depthwise kernel, for
-K = 1 to 9, single and several tiles per row).
+K = 1 to 9, single and several tiles per row); then a forward in bfloat16
+and in float16 on each.
 
     compute-sanitizer --tool memcheck  python results/sanitizer_workload.py
     compute-sanitizer --tool racecheck python results/sanitizer_workload.py
+    FUSED_DWSEP_SANITIZE=half compute-sanitizer ...   # the 16-bit forwards only
 """
+import os
 import sys
 from pathlib import Path
 
@@ -30,8 +33,15 @@ SHAPES = [
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
+half_only = os.environ.get("FUSED_DWSEP_SANITIZE") == "half"
 for B, C, E, L, K in SHAPES:
-    for tf32 in (True, False):
+    for dtype in (torch.bfloat16, torch.float16):
+        torch.manual_seed(0)
+        model = ModelNew(C, E, K).cuda().to(dtype)
+        with torch.no_grad():
+            model(torch.randn(B, C, L, device="cuda", dtype=dtype))
+        torch.cuda.synchronize()
+    for tf32 in () if half_only else (True, False):
         torch.backends.cudnn.allow_tf32 = tf32
         torch.manual_seed(0)
         model = ModelNew(C, E, K).cuda()
