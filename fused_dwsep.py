@@ -3,15 +3,17 @@
     y = x + W2 @ gelu(dwconv_K(W1 @ x + b1) + bd) + b2
 
 ``ModelNew`` is a drop-in for the reference ``Model`` (same constructor, same
-submodules in the same order, same state_dict). On CUDA float32 tensors its
-forward runs the fused kernel in ``kernels/`` (where one serves the shape;
-``kernel_path`` says), compiled on first import with
-``torch.utils.cpp_extension.load_inline`` and cached; on the CPU it runs the
-same math with PyTorch ops.
+submodules in the same order, same state_dict). On CUDA float32, bfloat16 and
+float16 tensors (and under ``torch.autocast``) its forward runs the fused
+kernel in ``kernels/`` (where one serves the shape; ``kernel_path`` says),
+compiled on first import with ``torch.utils.cpp_extension.load_inline`` and
+cached; on the CPU it runs the same math with PyTorch ops.
 
-Numerics on CUDA follow ``torch.backends.cudnn.allow_tf32`` (read at every
-call), like the reference's cuDNN convolutions: True rounds the GEMM operands
-to TF32 (round-to-nearest) with fp32 accumulation; False is fp32-accurate.
+Numerics on CUDA: float32 follows ``torch.backends.cudnn.allow_tf32`` (read at
+every call), like the reference's cuDNN convolutions: True rounds the GEMM
+operands to TF32 (round-to-nearest) with fp32 accumulation; False is
+fp32-accurate. bfloat16 / float16: fp32 accumulation and intermediates, the
+GELU output rounded to the dtype before the second GEMM, y rounded once.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 //   h3 = gelu(h2)                              exact (erf) GELU
 //   y  = W2 h3 + b2 + x            W2 [C, E]   pointwise project back + residual
 //
-// x and y are [B, C, L] contiguous fp32. The intermediates h1..h3 never leave
+// x and y are [B, C, L] contiguous, fp32, bf16 or fp16 (the weights of the same
+// dtype; see "element types"). The intermediates h1..h3 never leave
 // the chip: each CTA owns one batch row and a tile of positions, walks E in
 // chunks, and keeps the C x T output accumulator in registers.
 //
@@ -37,7 +38,9 @@
 // under allow_tf32; false is fp32-accurate, three products on the tensor
 // cores (a*b ~ ah*bh + ah*bl + al*bh with a = ah + al): TF32 pairs (3xTF32)
 // in the mma.sync kernel, scaled fp16 pairs in the wgmma kernel (see "the
-// exact mode" there). The depthwise and GELU always run in fp32.
+// exact mode" there). The depthwise and GELU always run in fp32. bf16 and
+// fp16 run the TF32 path (their values are TF32 values: exact) with h3
+// rounded to the dtype.
 //
 // Build (no torch headers needed): nvcc -gencode=arch=compute_90a,code=sm_90a
 // -DFUSED_DWSEP_SM90A -O3 -c fused_dwsep.cu for an H100/H200 (with the wgmma
