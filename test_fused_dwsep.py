@@ -590,29 +590,10 @@ HALF_ATOL = HALF_RTOL = 1e-2
 # in different orders (measured: 1.2e-2 for x's gradient in fp16, H200).
 AUTOCAST_GRAD_REL = 3e-2
 half_dtypes = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-HALF_SHAPES = [
-    # B, C, E, L, K: every kernel path and its staging and epilogue variants
-    (32, 256, 512, 4096, 9),  # the headline
-    (2, 16, 32, 1, 3),
-    (2, 16, 32, 2, 5),
-    (3, 32, 64, 5, 9),
-    (2, 64, 128, 127, 7),
-    (1, 256, 512, 4097, 9),
-    (2, 3, 5, 100, 3),
-    (2, 100, 264, 300, 9),
-    (33, 64, 128, 4097, 9),  # wgmma, odd L: x staged by loads
-    (20, 100, 264, 8191, 5),
-    (40, 96, 160, 2048, 7),  # wgmma, L % 4 == 0: x staged by 8-byte copies
-    (4, 16, 64, 8192, 5),  # one chunk
-    (4, 129, 128, 8190, 9),
-    (264, 48, 136, 100, 9),  # rows shorter than a tile
-    (2, 257, 64, 4099, 9),  # the wide wgmma tile
-    (3, 320, 512, 4096, 9),
-    (130, 300, 136, 50, 7),
-    (2, 384, 200, 130, 7),
-    (1, 512, 64, 63, 1),  # mma.sync, wide
-    (2, 24, 40, 200, 31),  # no fused kernel (K > 9): PyTorch's in the dtype
-]
+# The headline, then every float32 ragged and wgmma-turn shape: each kernel
+# path and its staging and epilogue variants (odd L: x by 4-byte pair copies;
+# L % 4 == 0: by 8-byte copies), in 16 bits.
+HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS
 
 
 def check_half(out, x, ref, label, cols=slice(None)):
