@@ -461,18 +461,16 @@ def fused_dwsep(x, w1, b1, wd, bd, w2, b2):
     E-channel is saved), and traceable by torch.compile as the operator
     torch.ops.fused_dwsep.forward.
     """
+    params = (x, w1, b1, wd, bd, w2, b2)
     if isinstance(x, torch.Tensor) and x.is_cuda and torch.is_autocast_enabled("cuda"):
         dtype = torch.get_autocast_dtype("cuda")
         if dtype in (torch.bfloat16, torch.float16):
             # The reference's convolutions run in `dtype` and its residual add
             # promotes: the block in `dtype`, then the promoted dtype.
-            out_dtype = torch.promote_types(dtype, x.dtype)
             with torch.autocast("cuda", enabled=False):
-                params = (x, w1, b1, wd, bd, w2, b2)
                 y = fused_dwsep(*(t.to(dtype) if isinstance(t, torch.Tensor) else t for t in params))
-            return y.to(out_dtype)
-    _check_inputs(x, w1, b1, wd, bd, w2, b2)
-    params = (x, w1, b1, wd, bd, w2, b2)
+            return y.to(torch.promote_types(dtype, x.dtype))
+    _check_inputs(*params)
     if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in params)):
         return _fused_dwsep_op(*params)
     # Inference in eager mode: straight to the kernel, without the dispatcher.

@@ -105,19 +105,22 @@ struct Elem<float> {
   __device__ __forceinline__ static float h3(float v) { return tf32_round(v); }
   __device__ __forceinline__ static float h3_operand(float v) { return tf32_operand(v); }
 };
-template <>
-struct Elem<__nv_bfloat16> {
-  __device__ __forceinline__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ __forceinline__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
-  __device__ __forceinline__ static float h3(float v) { return to_float(from_float(v)); }
+// bf16 and fp16: h3 rounded to the type itself (round to nearest even), for
+// either GEMM2; the specialisations below add the conversions.
+template <class In>
+struct Elem16 {
+  __device__ __forceinline__ static float h3(float v) { return Elem<In>::to_float(Elem<In>::from_float(v)); }
   __device__ __forceinline__ static float h3_operand(float v) { return h3(v); }
 };
 template <>
-struct Elem<__half> {
+struct Elem<__nv_bfloat16> : Elem16<__nv_bfloat16> {
+  __device__ __forceinline__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ __forceinline__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+};
+template <>
+struct Elem<__half> : Elem16<__half> {
   __device__ __forceinline__ static float to_float(__half v) { return __half2float(v); }
   __device__ __forceinline__ static __half from_float(float v) { return __float2half_rn(v); }
-  __device__ __forceinline__ static float h3(float v) { return to_float(from_float(v)); }
-  __device__ __forceinline__ static float h3_operand(float v) { return h3(v); }
 };
 // The exact mode's h3: unrounded (it splits h3 into fp16 pairs itself).
 struct Unrounded {
@@ -730,29 +733,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
   // aligned and inside, widened to fp32 as they are stored (exact).
   constexpr int kPieces = kNX / kVec;
   const bool aligned = L % kVec == 0 && reinterpret_cast<uintptr_t>(p.x) % (kVec * sizeof(In)) == 0;
-  if constexpr (!std::is_same_v<In, float>) {
-    for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
-      const int c = i / kPieces, j = (i % kPieces) * kVec;
-      const int64_t pos = xcol0 + j;
-      const In* src = xb + c * L + pos;
-      float4 v;
-      if (aligned && c < C && pos >= 0 && pos + kVec <= L) {
-        v = ldg4(src);
-      } else {
-        float e[kVec];
-#pragma unroll
-        for (int r = 0; r < kVec; ++r) e[r] = c < C && pos + r >= 0 && pos + r < L ? ldg_f(src + r) : 0.0f;
-        v = make_float4(e[0], e[1], e[2], e[3]);
-      }
-      *reinterpret_cast<float4*>(xs + c * kXStride + j) = v;
-    }
-  } else {
-    for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
-      const int c = i / kPieces, j = (i % kPieces) * kVec;
-      const int64_t pos = xcol0 + j;
-      float* dst = xs + c * kXStride + j;
-      const float* src = xb + c * L + pos;
-      if (aligned && c < C && pos >= 0 && pos + kVec <= L) {
+  for (int i = threadIdx.x; i < c8 * kPieces; i += kThreads) {
+    const int c = i / kPieces, j = (i % kPieces) * kVec;
+    const int64_t pos = xcol0 + j;
+    float* dst = xs + c * kXStride + j;
+    const In* src = xb + c * L + pos;
+    const bool whole = aligned && c < C && pos >= 0 && pos + kVec <= L;
+    if constexpr (std::is_same_v<In, float>) {
+      if (whole) {
         cp_async_16(dst, src);
       } else {
 #pragma unroll
@@ -761,7 +749,19 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_tc_kernel(Params p) {
           cp_async_4_zfill(dst + r, inside ? src + r : xb, inside);
         }
       }
+    } else {
+      float e[kVec];
+      if (whole) {
+        const float4 v = ldg4(src);
+        e[0] = v.x, e[1] = v.y, e[2] = v.z, e[3] = v.w;
+      } else {
+#pragma unroll
+        for (int r = 0; r < kVec; ++r) e[r] = c < C && pos + r >= 0 && pos + r < L ? ldg_f(src + r) : 0.0f;
+      }
+      *reinterpret_cast<float4*>(dst) = make_float4(e[0], e[1], e[2], e[3]);
     }
+  }
+  if constexpr (std::is_same_v<In, float>) {
     cp_async_commit();
     cp_async_wait<0>();
     if constexpr (!kSplit) {  // TF32 mode keeps x rounded; split mode splits at load
@@ -1886,17 +1886,25 @@ __device__ __forceinline__ void round_x(float* xt, int tid) {
 // warp's run, whose last K-core lands in the run's first region and is held
 // in registers until the end. All of it within one warp, ordered by
 // __syncwarp.
-// The columns n = lane + 32 j of a landed K-core (channel k at k kNX + n, as In).
-template <class W, class In>
-__device__ __forceinline__ void load_landed(const float* region, int lane,
-                                            float (&v)[W::kXtColsPerLane][kCoreK]) {
+// The columns n = lane + 32 j of a landed K-core (kc: its index) as fp32:
+// channel k at k kNX + n, as In; with kWords (see stage_x_16) at k (kNX + 2)
+// + n + the row's shift, and 0 outside [0, L) (par0: stage_x_16's).
+template <class W, bool kWords, class In>
+__device__ __forceinline__ void load_landed(const float* region, int lane, int kc, int par0, int64_t L,
+                                            int64_t xcol0, float (&v)[W::kXtColsPerLane][kCoreK]) {
+  constexpr int kRow = kWords ? W::kNX + 2 : W::kNX;  // landed values a row
   const In* const landed = reinterpret_cast<const In*>(region);
 #pragma unroll
   for (int j = 0; j < W::kXtColsPerLane; ++j) {
     const int n = lane + j * kWarpSize;
+    const int64_t pos = xcol0 + n;
+    const bool inside = kWords ? n < W::kNX && pos >= 0 && pos < L : j + 1 < W::kXtColsPerLane || n < W::kNX;
 #pragma unroll
-    for (int k = 0; k < kCoreK; ++k)
-      v[j][k] = j + 1 < W::kXtColsPerLane || n < W::kNX ? Elem<In>::to_float(landed[k * W::kNX + n]) : 0.0f;
+    for (int k = 0; k < kCoreK; ++k) {
+      // (kWords: the row's first pair starts one position early)
+      const int shift = kWords ? (par0 + static_cast<int>((kc * kCoreK + k) * (L & 1))) & 1 : 0;
+      v[j][k] = inside ? Elem<In>::to_float(landed[k * kRow + n + shift]) : 0.0f;
+    }
   }
 }
 // ... written to a K-core region in x^T's order (column n's 4 channels at 4n),
@@ -1921,27 +1929,6 @@ __device__ __forceinline__ void store_turned(float* region, int lane,
 // zeroes the positions outside [0, L), which a pair at a row's end brings
 // in from the row before or after. (By loads instead: 1.02 ms at a jittered
 // bf16 shape against 0.49 at the headline, H200.)
-template <class W, bool kWords, class In>
-__device__ __forceinline__ void load_landed_x(const float* region, int lane, int kc, int par0, int64_t L,
-                                              int64_t xcol0, float (&v)[W::kXtColsPerLane][kCoreK]) {
-  if constexpr (!kWords) {
-    load_landed<W, In>(region, lane, v);
-  } else {
-    constexpr int kRow = W::kNX + 2;  // landed values a row
-    const In* const landed = reinterpret_cast<const In*>(region);
-#pragma unroll
-    for (int j = 0; j < W::kXtColsPerLane; ++j) {
-      const int n = lane + j * kWarpSize;
-      const int64_t pos = xcol0 + n;
-      const bool inside = n < W::kNX && pos >= 0 && pos < L;
-#pragma unroll
-      for (int k = 0; k < kCoreK; ++k) {
-        const int shift = (par0 + static_cast<int>((kc * kCoreK + k) * (L & 1))) & 1;  // the row's first pair starts early
-        v[j][k] = inside ? Elem<In>::to_float(landed[k * kRow + n + shift]) : 0.0f;
-      }
-    }
-  }
-}
 template <class W, int kStageWarps, bool kRound, bool kWords, class In>
 __device__ __forceinline__ void stage_x_16(float* xt, const In* xb, int C, int64_t L, int c16, int64_t xcol0,
                                            int sw) {
@@ -1954,6 +1941,7 @@ __device__ __forceinline__ void stage_x_16(float* xt, const In* xb, int C, int64
   constexpr int kKCoreGranules = kCoreK * kGranules;
   static_assert(kWords || kKCoreGranules == W::kXtKCoreGranules, "the 16-byte pieces");
   static_assert(kCoreK * kRow * sizeof(In) <= kXtKCoreFloats * sizeof(float), "a landed K-core fits its region");
+  static_assert(kRow == (kWords ? kNX + 2 : kNX), "load_landed's rows");
   const int lane = lane_id();
   const int run = c16 / kCoreK / kStageWarps;  // this warp's K-cores: kc0 .. kc0 + run - 1
   const int kc0 = sw * run;
@@ -1978,11 +1966,11 @@ __device__ __forceinline__ void stage_x_16(float* xt, const In* xb, int C, int64
   cp_async_wait<0>();
   __syncwarp();
   float held[kXtColsPerLane][kCoreK];
-  load_landed_x<W, kWords, In>(xt + kc0 * kXtKCoreFloats, lane, kc0 + run - 1, par0, L, xcol0, held);
+  load_landed<W, kWords, In>(xt + kc0 * kXtKCoreFloats, lane, kc0 + run - 1, par0, L, xcol0, held);
   for (int r = 0; r + 1 < run; ++r) {
     __syncwarp();  // region kc0 + r's landed K-core was read in the step before
     float v[kXtColsPerLane][kCoreK];
-    load_landed_x<W, kWords, In>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, kc0 + r, par0, L, xcol0, v);
+    load_landed<W, kWords, In>(xt + (kc0 + r + 1) * kXtKCoreFloats, lane, kc0 + r, par0, L, xcol0, v);
     store_turned<W, kRound>(xt + (kc0 + r) * kXtKCoreFloats, lane, v);
   }
   __syncwarp();
@@ -2112,7 +2100,6 @@ struct G2TLane {
 template <class W, class In>
 __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], const Params& p, int C, int64_t L,
                                          int64_t b, int64_t t0, int half, int wq) {
-  const float* const x = in_ptr<float>(p.x);
   constexpr int kG2Blocks = W::kG2Blocks, kG2Acc = W::kG2Acc, kG2Rows = W::kG2Rows, kTileT = W::kTileT;
   constexpr int kNTiles = W::kNTiles;
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
@@ -2121,6 +2108,7 @@ __device__ __forceinline__ void init_acc(float (&acc)[W::kG2Blocks][W::kG2Acc], 
 #pragma unroll
     for (int i = 0; i < kG2Acc; ++i) acc[m][i] = 0.0f;
   if constexpr (!std::is_same_v<In, float>) return;
+  const float* const x = in_ptr<float>(p.x);
   if constexpr (W::kG2T) {
     const G2TLane e(C, L, b, t0, half * kG2Rows, wq, g, q);
 #pragma unroll
