@@ -129,8 +129,10 @@ _ext = _load_extension()
 # no fused kernel serves the shape (C > 512, K > 9, or a GPU before sm_80);
 # fused_dwsep then runs the reference computation with PyTorch's kernels
 # (a CUDA-core fused kernel measured 2-236x slower than them there).
-_KERNEL_PATHS = ("tensor_core", "tensor_core_wide", "wgmma", "pytorch")
+_KERNEL_PATHS = ("tensor_core", "tensor_core_wide", "wgmma", "wgmma16", "pytorch")
 _PYTORCH_PATH = _KERNEL_PATHS[-1]
+# fused_dwsep::DType by value: the binding's dtype argument.
+_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 # (B, L) that kernel_path assumes when not told: enough positions for every SM.
 _LONG_INPUT = (1, 1 << 22)
 
@@ -180,12 +182,12 @@ def _check_inputs(x, w1, b1, wd, bd, w2, b2) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool) -> tuple[bool, int]:
+def _launch_info(device_index: int, C: int, E: int, K: int, tf32: bool, dtype_code: int) -> tuple[bool, int]:
     """(whether a fused kernel serves the shape, scratch floats) on a GPU.
     B and L only choose between the fused kernels, so they are not needed."""
     with torch.cuda.device(device_index):
-        path = _KERNEL_PATHS[_ext.path(1, C, E, 1, K, tf32)]
-        return path != _PYTORCH_PATH, _ext.workspace_floats(C, E, K, tf32)
+        path = _KERNEL_PATHS[_ext.path(1, C, E, 1, K, tf32, dtype_code)]
+        return path != _PYTORCH_PATH, _ext.workspace_floats(C, E, K, tf32, dtype_code)
 
 
 # The dtypes the CUDA kernel takes (x and all six weights the same one).
@@ -206,7 +208,7 @@ def _cuda_launch_info(x, w1, wd) -> tuple[bool, int]:
     if x.dtype not in _KERNEL_DTYPES:
         raise TypeError(f"fused_dwsep: the CUDA kernel supports float32, bfloat16 and float16, got {x.dtype}")
     index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], _one_product(x.dtype))
+    return _launch_info(index, w1.shape[1], w1.shape[0], wd.shape[2], _one_product(x.dtype), _DTYPE_CODES[x.dtype])
 
 
 def _cuda_forward(x, w1, b1, wd, bd, w2, b2, ws_floats: int):
@@ -291,7 +293,7 @@ def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
 
     def expected():
         (B, C, L), E, K = x.shape, w1.shape[0], wd.shape[1]
-        return [B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [_ext.workspace_floats(C, E, K, tf32)]
+        return [B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [_ext.workspace_floats(C, E, K, tf32, _DTYPE_CODES.get(x.dtype, 0))]
 
     tensors = dict(y=y, x=x, w1=w1, b1=b1, wd=wd, bd=bd, w2=w2, b2=b2, workspace=workspace)
     _raise_on_code(code, tensors, "x", expected, "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]")
@@ -486,9 +488,10 @@ def kernel_path(
     dtype: torch.dtype = torch.float32,
 ) -> str:
     """What serves an input [batch, channels, length] of `dtype` on the
-    current device under the current allow_tf32 flag: 'wgmma' (Hopper: C <= 256
-    with enough positions to fill the GPU, every mode; TF32, bfloat16 and
-    float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),
+    current device under the current allow_tf32 flag: 'wgmma16' (Hopper,
+    bfloat16 and float16: C <= 256, K <= 9), 'wgmma' (Hopper: C <= 256
+    with enough positions to fill the GPU, float32 in every mode; TF32,
+    bfloat16 and float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),
     'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
     kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
     without CUDA. Without both batch and length: for an input long enough to
@@ -496,7 +499,7 @@ def kernel_path(
     if _ext is None:
         return "cpu"
     B, L = (batch, length) if batch is not None and length is not None else _LONG_INPUT
-    path = _ext.path(B, channels, expanded_channels, L, kernel_size, _one_product(dtype))
+    path = _ext.path(B, channels, expanded_channels, L, kernel_size, _one_product(dtype), _DTYPE_CODES.get(dtype, 0))
     return _KERNEL_PATHS[path]
 
 

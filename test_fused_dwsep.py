@@ -639,8 +639,11 @@ def run_half(B, C, E, L, K, dtype, seed=0, x=None):
 def test_cuda_half(B, C, E, L, K, dtype):
     out, x, ref = run_half(B, C, E, L, K, dtype, seed=B + L)
     path = kernel_path(C, E, K, B, L, dtype)
-    if torch.cuda.get_device_capability() == (9, 0) and C <= 384 and K <= 9 and B * L >= 132 * 128:
-        assert path == "wgmma", f"B={B} C={C} E={E} L={L} {dtype} should take the wgmma kernel, took {path}"
+    if torch.cuda.get_device_capability() == (9, 0) and K <= 9:
+        if C <= 256:
+            assert path == "wgmma16", f"B={B} C={C} E={E} L={L} {dtype} should take the 16-bit kernel, took {path}"
+        elif C <= 384 and B * L >= 132 * 128:
+            assert path == "wgmma", f"B={B} C={C} E={E} L={L} {dtype} should take the wgmma kernel, took {path}"
     check_half(out, x, ref, f"B={B} C={C} E={E} L={L} K={K} {dtype} ({path})")
 
 
@@ -1036,7 +1039,7 @@ def test_cuda_cpp_entry_checks_its_inputs():
         x, y = torch.randn(2, 8, 10, **cuda), torch.empty(2, 8, 10, **cuda)
         w1, b1, wd, bd = (torch.randn(16, 8, **cuda), torch.randn(16, **cuda),
                           torch.randn(16, 3, **cuda), torch.randn(16, **cuda))
-        ws = torch.empty(fused_dwsep._ext.workspace_floats(8, 16, 3, True), **cuda)
+        ws = torch.empty(fused_dwsep._ext.workspace_floats(8, 16, 3, True, 0), **cuda)
         w2, b2 = torch.randn(8, 16, **cuda), torch.randn(8, **cuda)
         cases = {
             "bad w2": (y, x, w1, b1, wd, bd, torch.randn(8, 15, **cuda), b2, ws),

@@ -77,18 +77,19 @@ bool kernel_dtype(at::ScalarType t, fused_dwsep::DType* out) {
   }
 }
 
-// The sizes that decide the path (B and L only pick the tile length) and the
-// scratch (B and L do not change it). allow_tf32: the flag, for fp32; 16-bit
-// values always take the one-product path (Params::tf32).
-fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
+// The sizes and dtype that decide the path (B and L only pick the tile
+// length) and the scratch (B and L do not change it). allow_tf32: the flag,
+// for fp32; 16-bit values always take the one-product path (Params::tf32).
+fused_dwsep::Params shape_params(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32,
+                                 fused_dwsep::DType dtype) {
   fused_dwsep::Params p{};
-  p.dtype = fused_dwsep::DType::kFloat32;
+  p.dtype = dtype;
   p.B = B;
   p.L = L;
   p.C = C;
   p.E = E;
   p.K = K;
-  p.tf32 = allow_tf32;
+  p.tf32 = allow_tf32 || dtype != fused_dwsep::DType::kFloat32;
   return p;
 }
 
@@ -125,9 +126,7 @@ int64_t fused_dwsep_forward(const at::Tensor& y, const at::Tensor& x, const at::
   const c10::cuda::CUDAGuard guard(x.device());
   const int device = x.get_device();
 
-  fused_dwsep::Params p = shape_params(B, C, E, L, K, allow_tf32);
-  p.dtype = dtype;
-  p.tf32 = allow_tf32 || dtype != fused_dwsep::DType::kFloat32;
+  fused_dwsep::Params p = shape_params(B, C, E, L, K, allow_tf32, dtype);
   p.x = x.data_ptr();
   p.w1 = w1.data_ptr();
   p.b1 = b1.data_ptr();
@@ -195,25 +194,33 @@ const char* fused_dwsep_error_string(int64_t cuda_error) {
   return cudaGetErrorString(static_cast<cudaError_t>(cuda_error));
 }
 
-// Floats of scratch forward() needs for this shape on the current device.
-int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32) {
+// dtype: fused_dwsep::DType's value (0 float32, 1 bfloat16, 2 float16).
+fused_dwsep::DType dtype_of(int64_t dtype) {
+  return dtype == 1 ? fused_dwsep::DType::kBFloat16
+                    : dtype == 2 ? fused_dwsep::DType::kFloat16 : fused_dwsep::DType::kFloat32;
+}
+
+// Floats of scratch forward() needs for this shape and dtype on the current device.
+int64_t fused_dwsep_workspace_floats(int64_t C, int64_t E, int64_t K, bool allow_tf32, int64_t dtype) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  return static_cast<int64_t>(fused_dwsep::workspace_floats(shape_params(1, C, E, 1, K, allow_tf32), device));
+  return static_cast<int64_t>(
+      fused_dwsep::workspace_floats(shape_params(1, C, E, 1, K, allow_tf32, dtype_of(dtype)), device));
 }
 
 // Which kernel serves a problem on the current device, as fused_dwsep::Path.
-int64_t fused_dwsep_path(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32) {
+int64_t fused_dwsep_path(int64_t B, int64_t C, int64_t E, int64_t L, int64_t K, bool allow_tf32, int64_t dtype) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return static_cast<int64_t>(fused_dwsep::Path::kNone);
-  return static_cast<int64_t>(fused_dwsep::select_path(shape_params(B, C, E, L, K, allow_tf32), device));
+  return static_cast<int64_t>(
+      fused_dwsep::select_path(shape_params(B, C, E, L, K, allow_tf32, dtype_of(dtype)), device));
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &fused_dwsep_forward, "fused_dwsep forward into y; returns 0 or an error code");
   m.def("error_string", &fused_dwsep_error_string, "the CUDA runtime's text for an error number");
-  m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs");
-  m.def("path", &fused_dwsep_path, "which kernel serves (B, C, E, L, K) on the current device");
+  m.def("workspace_floats", &fused_dwsep_workspace_floats, "scratch floats forward() needs (dtype: 0 float32, 1 bfloat16, 2 float16)");
+  m.def("path", &fused_dwsep_path, "which kernel serves (B, C, E, L, K, tf32, dtype) on the current device");
   m.def("depthwise_backward", &fused_dwsep_depthwise_backward,
         "the backward's depthwise stage (h3, gradient at h1, partials); returns 0 or an error code");
   m.def("depthwise_groups", &fused_dwsep::depthwise_groups,

@@ -1550,6 +1550,55 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
         "l"(desc_b), "r"(1));
 #endif
 }
+// The 16-bit kernel's wgmmas (wg::h16 below): bf16 or fp16 operands (In), both
+// from shared memory, K-major and 128-byte swizzled, fp32 accumulators.
+// GEMM1 m64n72k16, GEMM2 m64n64k16; kAcc false overwrites D (whose old values
+// are then no input, so the compiler need not keep them alive).
+#define FD_WGMMA16(N, REGS, ACC, A, B, TYPE, ACCUM)                                                    \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" #A      \
+               ", %" #B ", " #ACCUM ", 1, 1, 0, 0;\n"                                                    \
+               : ACC                                                                                    \
+               : "l"(desc_a), "l"(desc_b))
+template <class In, bool kAcc>
+__device__ __forceinline__ void wgmma16(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kF16 = std::is_same_v<In, __half>;
+  if constexpr (kF16 && kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("+f"), 36, 37, "f16", 1);
+  if constexpr (kF16 && !kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("=f"), 36, 37, "f16", 0);
+  if constexpr (!kF16 && kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("+f"), 36, 37, "bf16", 1);
+  if constexpr (!kF16 && !kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("=f"), 36, 37, "bf16", 0);
+#endif
+}
+template <class In, bool kAcc>
+__device__ __forceinline__ void wgmma16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kF16 = std::is_same_v<In, __half>;
+  if constexpr (kF16 && kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("+f"), 32, 33, "f16", 1);
+  if constexpr (kF16 && !kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("=f"), 32, 33, "f16", 0);
+  if constexpr (!kF16 && kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("+f"), 32, 33, "bf16", 1);
+  if constexpr (!kF16 && !kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("=f"), 32, 33, "bf16", 0);
+#endif
+}
+#undef FD_WGMMA16
+// GEMM1's bias step: A (64 x 16) from registers (rows 16 w + g and + 8, k
+// pairs 2q and 2q + 8, as for wgmma_rs_f16), B from shared memory.
+template <class In>
+__device__ __forceinline__ void wgmma16_rs(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (std::is_same_v<In, __half>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {" FD_REGS36
+                 "}, {%36, %37, %38, %39}, %40, p, 1, 1, 0;\n}\n"
+                 : FD_ACC36("+f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16 {" FD_REGS36
+                 "}, {%36, %37, %38, %39}, %40, p, 1, 1, 0;\n}\n"
+                 : FD_ACC36("+f")
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+#endif
+}
 #undef FD_ACC8
 #undef FD_ACC32
 #undef FD_ACC36
@@ -2867,6 +2916,531 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
+
+// ---------------------------------------------------------------------------
+// The 16-bit kernel (bf16 / fp16, C <= 256, odd K <= 9, sm_90a)
+// ---------------------------------------------------------------------------
+// bf16 and fp16 operands on the tensor cores (half the bytes and twice the
+// rate of TF32), and the depthwise in registers instead of through shared
+// memory. A CTA (persistent: one per SM) walks tiles of kTileT = 128
+// positions; each of its two warpgroups owns 64 of them and all C output
+// channels, and streams E in chunks of 64 expanded channels:
+//   GEMM1  h1 [64 e x 72 cols] = W1 chunk [64 x C] . x^T [72 x C]^T   (m64n72k16)
+//   depthwise + GELU on h1 in GEMM1's accumulators (below)
+//   GEMM2  acc [C x 64 pos] += W2 chunk [C x 64] . h3^T [64 pos x 64]^T (m64n64k16)
+// The 72 columns are the warpgroup's 64 positions and a 4-position halo each
+// side, in an order chosen for the depthwise: column 8j + 2q + b of the n8
+// tiles (j = 0..8) is position 18q - 4 + 2j + b, so lane q of each quad holds
+// 18 consecutive positions of its two rows (rows g and g + 8 of its warp's
+// 16) and fetches the 4 on each side of them from its quad neighbours by
+// shuffles: no h1 in shared memory. x^T is staged in that column order; h3
+// goes to shared memory by stmatrix .trans, which writes each column (one
+// position, 8 expanded channels) to an address of its own, so h3^T comes out
+// in plain position order for GEMM2 (rows 64..71: the 8 halo columns, unused).
+// Shared operands are K-major, 128-byte rows (64 channels) swizzled by 16-byte
+// chunk (chunk ^ row % 8), 8-row atoms of 1024 bytes: conflict-free for the
+// tensor cores, for x^T's 16-byte stores and for stmatrix. The weights are
+// packed once per call into that image (pack_kernel) and stream through a
+// ring of kSlots 32 KB slots by bulk copies (fill 2n: W1 of chunk n of the
+// CTA's sequence, fill 2n + 1: W2 of it). The two warpgroups take turns on
+// the tensor cores (one issues its GEMM2 of the previous chunk and GEMM1 of
+// this one while the other runs its depthwise), handing a token over by named
+// barriers.
+namespace h16 {
+
+constexpr int kGroups = kWarpgroups;          // two warpgroups, nothing else
+constexpr int kTileT = 128;                   // positions per CTA tile
+constexpr int kGroupT = kTileT / kGroups;     // 64 per warpgroup
+constexpr int kHalo = kMaxHalf;               // K <= 2 kHalo + 1
+constexpr int kCols = kGroupT + 2 * kHalo;    // 72: GEMM1's N
+constexpr int kNTiles = kCols / kMmaN;        // 9 n8 tiles of GEMM1
+constexpr int kLaneCols = kCols / kQuad;      // 18 positions a lane holds of each row
+constexpr int kPosTiles = kGroupT / kMmaN;    // 8 n8 tiles of GEMM2
+constexpr int kCMax = 256;
+constexpr int kEChunk = 64;
+constexpr int kKBlock = 64;                   // channels per swizzled 128-byte row
+constexpr int kMaxKBlocks = kCMax / kKBlock;  // 4 (also GEMM2's m64 blocks)
+constexpr int kKStep = 16;                    // a k16 wgmma
+constexpr uint32_t kRowBytes = kKBlock * 2;   // 128
+constexpr uint32_t kAtomBytes = kCoreRows * kRowBytes;   // 1024: 8 rows
+constexpr uint32_t kChunkBytes = 16;          // a swizzled chunk: 8 channels
+constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;    // 9216: 72 columns x 64 channels
+constexpr uint32_t kXtBytes = kMaxKBlocks * kXtBlockBytes;
+constexpr uint32_t kW1BlockBytes = kEChunk * kRowBytes;  // 8192: 64 e x 64 channels
+constexpr uint32_t kSlotBytes = kMaxKBlocks * kW1BlockBytes;  // a W1 chunk (64 x 256) or a W2 chunk (256 x 64)
+static_assert(kSlotBytes == kCMax * kRowBytes, "a W2 chunk fills a slot as a W1 chunk does");
+constexpr uint32_t kH3Bytes = kCols * kRowBytes;         // 64 positions + 8 halo rows
+constexpr int kSlots = 4;                     // two chunks in flight
+constexpr int kTapRecord = 12;                // taps / 2 (9, centred), bd / 2, 2 unused: 3 float4
+constexpr int kTapBd = 9;
+// GEMM1's bias step: h1 = W1 x + b1 v, v = 1 at positions in [0, L) and 0
+// outside (x is 0 there too), so the padding contributes 0, not b1, with no
+// masking in the depthwise. One more k16 wgmma a chunk: A = b1 in channel 0
+// (registers), B = v^T in shared memory, 72 rows x 16 channels, no swizzle
+// (cores of 8 rows x 16 bytes: the second 8 channels 128 bytes on, the next
+// 8 rows 256), all zero but channel 0.
+constexpr uint32_t kValidCoreK = kCoreRows * kChunkBytes;       // 128
+constexpr uint32_t kValidRowGroup = 2 * kValidCoreK;            // 256
+constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;  // 2304
+// Shared memory (offsets from a 1024-aligned base).
+constexpr uint32_t kXtOff = 0;
+constexpr uint32_t kH3Off = kXtOff + kGroups * kXtBytes;
+constexpr uint32_t kRingOff = kH3Off + kGroups * kH3Bytes;
+constexpr uint32_t kValidOff = kRingOff + kSlots * kSlotBytes;
+constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
+constexpr uint32_t kSmemBytes = kBarOff + 2 * kSlots * sizeof(uint64_t) + kAtomBytes;  // + alignment slack
+static_assert(kXtBlockBytes % kAtomBytes == 0 && kH3Bytes % kAtomBytes == 0 && kRingOff % kAtomBytes == 0,
+              "swizzle atoms stay 1024-aligned");
+static_assert(kCols % kQuad == 0 && kLaneCols % 2 == 0 && kLaneCols >= 2 * kHalo, "lane column runs");
+constexpr int kTurnBarrier = 1;               // named barriers 1, 2: "your turn on the tensor cores"
+
+// Workspace (bytes): per chunk its W1 slot image then its W2 slot image; then
+// the tap records (floats).
+__host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
+__host__ __device__ constexpr int64_t taps_offset_floats(int64_t E) {
+  return chunks(E) * 2 * kSlotBytes / sizeof(float);
+}
+__host__ __device__ constexpr int64_t workspace_floats(int64_t E) {
+  return taps_offset_floats(E) + chunks(E) * kEChunk * kTapRecord;
+}
+
+// Byte offset of (row, channel k) in a swizzled block of 128-byte rows.
+__host__ __device__ constexpr uint32_t swizzled(int row, int k) {
+  return row * kRowBytes + (((k / 8) ^ (row % 8)) * kChunkBytes) + (k % 8) * 2;
+}
+// GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo).
+__host__ __device__ constexpr int column_of(int p) {
+  const int r = (p + kHalo) % kLaneCols, q = (p + kHalo) / kLaneCols;
+  return (r / 2) * kMmaN + 2 * q + r % 2;
+}
+// Position of GEMM1 column n (the inverse).
+__host__ __device__ constexpr int position_of(int n) {
+  const int j = n / kMmaN, q = n % kMmaN / 2, b = n % 2;
+  return q * kLaneCols - kHalo + 2 * j + b;
+}
+static_assert(position_of(column_of(-4)) == -4 && position_of(column_of(67)) == 67 &&
+                  position_of(column_of(30)) == 30 && column_of(position_of(41)) == 41,
+              "the column order is a permutation");
+// h3^T row of position p: p itself, the halo positions in rows 64..71.
+__host__ __device__ constexpr int h3_row(int p) { return p < 0 ? p + kCols : p; }
+
+// wgmma descriptor of a K-major, 128-byte-swizzled operand starting at addr
+// (8-row groups 1024 bytes apart; the leading offset is unused there).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{kAtomBytes >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Two fp32 values as one register of In (lo in the low half).
+template <class In>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<In, __half>)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+__device__ __forceinline__ void stmatrix_x1_trans(uint32_t addr, uint32_t r0) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\n" ::"r"(addr), "r"(r0) : "memory");
+}
+
+// The weights in the kernel's slot images (In, zero-padded to 256 channels
+// and whole chunks) and the tap records, grid-stride.
+template <class In>
+__global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
+  const In* const w1 = in_ptr<In>(p.w1);
+  const In* const w2 = in_ptr<In>(p.w2);
+  In* const ws = reinterpret_cast<In*>(p.workspace);
+  const int64_t C = p.C, E = p.E, nc = chunks(E);
+  constexpr int64_t kSlotElems = kSlotBytes / sizeof(In);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = first; i < nc * 2 * kSlotElems; i += stride) {
+    const int64_t chunk = i / (2 * kSlotElems);
+    const bool is_w2 = i / kSlotElems % 2 != 0;
+    const int o = static_cast<int>(i % kSlotElems);
+    const int block = o / (kSlotElems / kMaxKBlocks);             // W1's channel block (W2: always 0 below)
+    const int r = is_w2 ? o / kKBlock : o % (kSlotElems / kMaxKBlocks) / kKBlock;  // row in the block
+    const int k = ((o % kKBlock / 8) ^ (r % 8)) * 8 + o % 8;      // undo the swizzle
+    float v = 0.0f;
+    if (!is_w2) {
+      const int64_t e = chunk * kEChunk + r, c = static_cast<int64_t>(block) * kKBlock + k;
+      if (e < E && c < C) v = Elem<In>::to_float(w1[e * C + c]);
+    } else {
+      const int64_t c = r, e = chunk * kEChunk + k;
+      if (e < E && c < C) v = Elem<In>::to_float(w2[c * E + e]);
+    }
+    ws[i] = Elem<In>::from_float(v);
+  }
+  // Tap records: taps and bias halved (gelu_from_half takes h2 / 2).
+  const In* const wd = in_ptr<In>(p.wd);
+  const In* const bd = in_ptr<In>(p.bd);
+  float* const taps = p.workspace + taps_offset_floats(E);
+  const int first_tap = kHalo - static_cast<int>(p.K / 2);
+  for (int64_t e = first; e < nc * kEChunk; e += stride) {
+    float* rec = taps + e * kTapRecord;
+    for (int s = 0; s < kTapRecord; ++s) {
+      const int k = s - first_tap;
+      float v = 0.0f;
+      if (e < E && s < kMaxK && k >= 0 && k < p.K) v = Elem<In>::to_float(wd[e * p.K + k]);
+      if (e < E && s == kTapBd) v = Elem<In>::to_float(bd[e]);
+      rec[s] = kTapScale * v;
+    }
+  }
+}
+
+// x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
+// zero outside [0, L) and beyond C), in column order, and its bias-step
+// flags v. Work items of 8 channels x 8 positions (an octet at a multiple of
+// 8 from pw0 - 8): eight 16-byte loads (or 64 2-byte loads where rows are
+// not 16-byte aligned), transposed in registers, eight 16-byte stores.
+constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // 10: pw0 - 8 .. pw0 + 71
+template <class In>
+__device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, bool vec,
+                                        int t) {
+  if (t < kCols) {
+    const int pos = pw0 + position_of(t);
+    *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
+        Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
+  }
+  constexpr int kItems = kOctets * kCMax / 8;
+  for (int item = t; item < kItems; item += kWarpgroupThreads) {
+    const int oct = item % kOctets, cg = item / kOctets;
+    const int p0 = pw0 - 2 * kHalo + 8 * oct;
+    uint32_t v[8][4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int c = cg * 8 + i;
+      const In* row = xb + static_cast<int64_t>(c) * L;
+      if (vec) {
+        uint4 u = make_uint4(0, 0, 0, 0);
+        if (c < C && p0 >= 0 && p0 < L) u = __ldg(reinterpret_cast<const uint4*>(row + p0));
+        v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t lo = 0, hi = 0;
+          const int pos = p0 + 2 * j;
+          if (c < C && pos >= 0 && pos < L) lo = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
+          if (c < C && pos + 1 >= 0 && pos + 1 < L) hi = __ldg(reinterpret_cast<const unsigned short*>(row + pos + 1));
+          v[i][j] = lo | (hi << 16);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int p = 8 * oct - 2 * kHalo + j;  // warpgroup position
+      if (p < -kHalo || p >= kGroupT + kHalo) continue;
+      const uint32_t sel = j % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
+      uint4 w;
+      w.x = __byte_perm(v[0][j / 2], v[1][j / 2], sel);
+      w.y = __byte_perm(v[2][j / 2], v[3][j / 2], sel);
+      w.z = __byte_perm(v[4][j / 2], v[5][j / 2], sel);
+      w.w = __byte_perm(v[6][j / 2], v[7][j / 2], sel);
+      const int n = column_of(p);
+      *reinterpret_cast<uint4*>(xt + (cg / 8) * kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
+    }
+  }
+}
+
+// The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
+// of a quad holds positions 18q - 4 + i (i = 0..17) of rows g and g + 8 of
+// its warp; acc[4j + 2h + b] is row g + 8h, i = 2j + b.
+template <class In>
+__device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], const float* taps, int e0, uint32_t h3,
+                                             int warp, int lane) {
+  // (the lane through volatile asm: the stmatrix addresses below are then
+  // worked out where they are used, not held in registers from chunk to chunk)
+  lane = lane_id();
+  const int q = lane % kQuad;
+  // stmatrix .trans, matrix m (of an x4) the n8 tile j + m: lane 8m + i gives
+  // the address of column i of it (position 18 (i / 2) - 4 + 2 (j + m) +
+  // i % 2): the 8 expanded channels of row half h, 16 bytes.
+  const int m = lane / 8, i = lane % 8;
+  auto address = [&](int j, int h) {
+    const int row = h3_row((i / 2) * kLaneCols - kHalo + 2 * (j + m) + i % 2);
+    return h3 + row * kRowBytes + (((2 * warp + h) ^ (row % 8)) * kChunkBytes);
+  };
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float* rec = taps + static_cast<int64_t>(e0 + 8 * h) * kTapRecord;
+    const float4 r0 = __ldg(reinterpret_cast<const float4*>(rec));
+    const float4 r1 = __ldg(reinterpret_cast<const float4*>(rec + 4));
+    const float4 r2 = __ldg(reinterpret_cast<const float4*>(rec + 8));
+    const float tap[kMaxK] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w, r2.x};
+    float v[kLaneCols];  // h1, with b1 and the padding (GEMM1's bias step)
+#pragma unroll
+    for (int k = 0; k < kLaneCols; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
+    const float bias = r2.y;
+    float lo[kHalo], hi[kHalo];  // the quad neighbours' last and first kHalo
+#pragma unroll
+    for (int k = 0; k < kHalo; ++k) {
+      lo[k] = __shfl_up_sync(0xffffffffu, v[kLaneCols - kHalo + k], 1);
+      hi[k] = __shfl_down_sync(0xffffffffu, v[k], 1);
+    }
+    // the n8 tile j's two columns of this row, as one register of In
+    auto tile = [&](int j) {
+      float out[2];
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        float s = bias;
+#pragma unroll
+        for (int k = 0; k < kMaxK; ++k) {
+          const int idx = 2 * j + b + k - kHalo;
+          const float in = idx < 0 ? lo[idx + kHalo] : idx >= kLaneCols ? hi[idx - kLaneCols] : v[idx];
+          s = fmaf(tap[k], in, s);
+        }
+        out[b] = gelu_from_half(s);
+      }
+      return pack2<In>(out[0], out[1]);
+    };
+    // four tiles a store, each stored as soon as it is made: fewer values
+    // in flight (the register file holds acc and acc1 besides)
+#pragma unroll
+    for (int j = 0; j + 4 <= kNTiles; j += 4)
+      stmatrix_x4_trans(address(j, h), tile(j), tile(j + 1), tile(j + 2), tile(j + 3));
+    stmatrix_x1_trans(address(kNTiles - 1, h), tile(kNTiles - 1));
+  }
+  fence_proxy_async();  // read by GEMM2 after the next turn barrier
+}
+
+// y = acc + b2 + x for the warpgroup's 64 positions: thread (warp, g, q) holds
+// rows 64m + 16 warp + g + 8h, positions pw0 + 8j + 2q + b.
+template <class In>
+__device__ __forceinline__ void store_y(const float (&acc)[kMaxKBlocks][kGroupT / 2], const Params& p, int C,
+                                        int L, int b, int pw0, bool pairs, int warp, int lane) {
+  const int g = lane / kQuad, q = lane % kQuad;
+  const In* const x = in_ptr<In>(p.x) + static_cast<int64_t>(b) * C * L;
+  In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
+  const In* const b2 = in_ptr<In>(p.b2);
+#pragma unroll
+  for (int mb = 0; mb < kMaxKBlocks; ++mb) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = mb * kWgmmaM + warp * kMmaM + g + 8 * h;
+      if (c >= C) continue;
+      const float bias = Elem<In>::to_float(b2[c]);
+      const In* xr = x + static_cast<int64_t>(c) * L;
+      In* yr = y + static_cast<int64_t>(c) * L;
+      uint32_t res[kPosTiles];
+#pragma unroll
+      for (int j = 0; j < kPosTiles; ++j) {
+        const int pos = pw0 + j * kMmaN + 2 * q;
+        if (pairs && pos + 1 < L) res[j] = __ldg(reinterpret_cast<const unsigned int*>(xr + pos));
+      }
+#pragma unroll
+      for (int j = 0; j < kPosTiles; ++j) {
+        const int pos = pw0 + j * kMmaN + 2 * q;
+        const float a0 = acc[mb][4 * j + 2 * h] + bias, a1 = acc[mb][4 * j + 2 * h + 1] + bias;
+        if (pairs && pos + 1 < L) {
+          In r[2];
+          *reinterpret_cast<uint32_t*>(r) = res[j];
+          const float2 o = make_float2(a0 + Elem<In>::to_float(r[0]), a1 + Elem<In>::to_float(r[1]));
+          __stcs(reinterpret_cast<unsigned int*>(yr + pos), pack2<In>(o.x, o.y));
+        } else {
+          if (pos < L) stcs1(yr + pos, a0 + ldg_f(xr + pos));
+          if (pos + 1 < L) stcs1(yr + pos + 1, a1 + ldg_f(xr + pos + 1));
+        }
+      }
+    }
+  }
+}
+
+template <class In>
+__global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h16_kernel(Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t base = (raw + kAtomBytes - 1) & ~(kAtomBytes - 1);
+  uint8_t* const sbase = smem_raw + (base - raw);
+  const int tid = threadIdx.x, grp = tid / kWarpgroupThreads, t = tid % kWarpgroupThreads;
+  const int warp = t / kWarpSize, lane = t % kWarpSize;
+  const uint32_t xt = base + kXtOff + grp * kXtBytes, h3 = base + kH3Off + grp * kH3Bytes;
+  const uint32_t ring = base + kRingOff, full = base + kBarOff, empty = full + kSlots * sizeof(uint64_t);
+  uint8_t* const valid = sbase + kValidOff + grp * kValidBytes;
+
+  const int C = static_cast<int>(p.C);
+  const int L = static_cast<int>(p.L);
+  const int nc = static_cast<int>(chunks(p.E));
+  // launch() keeps tiles and fills below 2^31 and L below 2^31 - kTileT
+  const int tiles_per_row = static_cast<int>(ceil_div(L, kTileT));
+  const int my_tiles = (static_cast<int>(p.B) * tiles_per_row - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  // What the turns use rarely is worked out from p (kernel parameters, not
+  // registers) where it is used: the register file is full (acc, acc1 and
+  // the depthwise), and ptxas would spill it otherwise.
+  auto fills = [&p] {  // ring fills of the CTA: 2 per chunk of each of its tiles
+    const int tiles = static_cast<int>(p.B * ceil_div(p.L, kTileT));
+    return 2 * static_cast<int>(chunks(p.E)) * ((tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x);
+  };
+  auto taps = [&p] { return p.workspace + taps_offset_floats(p.E); };
+  auto x_row = [&p](int b) { return in_ptr<In>(p.x) + static_cast<int64_t>(b) * p.C * p.L; };
+  // 16-byte rows for x^T's loads, 4-byte pairs for the residual and y
+  auto vec = [&p] { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; };
+  auto pairs = [&p] {
+    return p.L % 2 == 0 && reinterpret_cast<uintptr_t>(p.x) % 4 == 0 && reinterpret_cast<uintptr_t>(p.y) % 4 == 0;
+  };
+
+  auto issue_fill = [&](int f) {
+    const int slot = f % kSlots;
+    const int chunk = f / 2 % static_cast<int>(chunks(p.E));
+    bulk_load(ring + slot * kSlotBytes,
+              reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(p.workspace) +
+                                             static_cast<size_t>(2 * chunk + f % 2) * kSlotBytes),
+              kSlotBytes, full + slot * sizeof(uint64_t));
+  };
+  auto slot_of = [&](int f) { return ring + f % kSlots * kSlotBytes; };
+  auto wait_full = [&](int f) { mbar_wait(full + f % kSlots * sizeof(uint64_t), f / kSlots % 2); };
+
+  for (uint32_t i = t * sizeof(uint4); i < kValidBytes; i += kWarpgroupThreads * sizeof(uint4))
+    *reinterpret_cast<uint4*>(valid + i) = make_uint4(0, 0, 0, 0);  // channels 1..15 stay 0
+  if (tid == 0) {
+    for (int s = 0; s < kSlots; ++s) {
+      mbar_init(full + s * sizeof(uint64_t), 1);
+      mbar_init(empty + s * sizeof(uint64_t), kGroups);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+  if (tid == 0)
+    for (int f = 0; f < kSlots && f < fills(); ++f) issue_fill(f);
+
+  auto tile_at = [&](int it, int& b, int& pw0) {
+    const int tile = blockIdx.x + it * gridDim.x;
+    b = tile / tiles_per_row;
+    pw0 = tile % tiles_per_row * kTileT + grp * kGroupT;
+  };
+  int b, pw0;
+  if (my_tiles > 0) {
+    tile_at(0, b, pw0);
+    stage_x<In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
+    fence_proxy_async();
+  }
+  if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
+
+  float acc[kMaxKBlocks][kGroupT / 2];  // GEMM2's first wgmma of a tile overwrites it
+  float acc1[kCols / 2];                 // each GEMM1's first wgmma overwrites it
+  int n = 0;  // chunks of the CTA's sequence whose GEMM1 has been issued
+  // One turn on the tensor cores: GEMM2 of chunk n - 1 (kG2) and GEMM1 of
+  // chunk n (kG1), then the slots they read released. Straight-line wgmmas
+  // (flags known at compile time): under a runtime branch ptxas serialises
+  // them. `first` (GEMM2 of the tile's first chunk) overwrites acc; `tail`
+  // runs while the wgmmas do (after the token is handed on).
+  auto turn = [&](auto g2, auto g1, auto first, bool hand_on, auto tail) {
+    constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value, kFirst = decltype(first)::value;
+    uint32_t a_b1[4] = {0, 0, 0, 0};  // the bias step's A: b1 of rows g, g + 8 in channel 0 (lanes q = 0)
+    if (kG1 && lane % kQuad == 0) {
+      const int e0 = n % nc * kEChunk + warp * kMmaM + lane / kQuad;
+      const In* const b1 = in_ptr<In>(p.b1);
+      a_b1[0] = pack2<In>(e0 < p.E ? Elem<In>::to_float(b1[e0]) : 0.0f, 0.0f);
+      a_b1[1] = pack2<In>(e0 + 8 < p.E ? Elem<In>::to_float(b1[e0 + 8]) : 0.0f, 0.0f);
+    }
+    named_sync<kTurnBarrier>(grp, 2 * kWarpgroupThreads);
+    if (kG2) wait_full(2 * n - 1);
+    if (kG1) wait_full(2 * n);
+    wgmma_fence();
+    // descriptors: a base and compile-time offsets (ptxas otherwise works
+    // out every step's descriptor ahead and holds them all in registers)
+    if constexpr (kG2) {
+      const uint64_t a = sw128_desc(slot_of(2 * n - 1)), b = sw128_desc(h3);
+#pragma unroll
+      for (int ks = 0; ks < kEChunk / kKStep; ++ks) {
+#pragma unroll
+        for (int mb = 0; mb < kMaxKBlocks; ++mb) {
+          const uint64_t da = a + desc_units(mb * kW1BlockBytes + ks * kKStep * 2), db = b + desc_units(ks * kKStep * 2);
+          if (kFirst && ks == 0)
+            wgmma16<In, false>(acc[mb], da, db);
+          else
+            wgmma16<In, true>(acc[mb], da, db);
+        }
+      }
+    }
+    if constexpr (kG1) {
+      const uint64_t a = sw128_desc(slot_of(2 * n)), b = sw128_desc(xt);
+      constexpr int kBlockSteps = kKBlock / kKStep;  // k16 steps per 128-byte row
+#pragma unroll
+      for (int ks = 0; ks < kMaxKBlocks * kBlockSteps; ++ks) {
+        const uint32_t step = ks % kBlockSteps * kKStep * 2;
+        const uint64_t da = a + desc_units(ks / kBlockSteps * kW1BlockBytes + step);
+        const uint64_t db = b + desc_units(ks / kBlockSteps * kXtBlockBytes + step);
+        if (ks == 0)
+          wgmma16<In, false>(acc1, da, db);
+        else
+          wgmma16<In, true>(acc1, da, db);
+      }
+      wgmma16_rs<In>(acc1, a_b1, smem_desc(smem_u32(valid), kValidCoreK, kValidRowGroup));
+    }
+    wgmma_commit();
+    if (hand_on) named_arrive<kTurnBarrier>(1 - grp, 2 * kWarpgroupThreads);
+    tail();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mb = 0; mb < kMaxKBlocks; ++mb) fence_operands(acc[mb]);
+    fence_operands(acc1);
+    // the slots this turn read are free; warpgroup 1 (whose turn comes
+    // second) refills them once both have said so
+    const int f0 = kG2 ? 2 * n - 1 : 2 * n, f1 = kG1 ? 2 * n : 2 * n - 1;
+    if (t == 0) {
+      for (int f = f0; f <= f1; ++f) mbar_arrive(empty + f % kSlots * sizeof(uint64_t));
+      if (grp == 1) {
+        for (int f = f0; f <= f1; ++f) {
+          mbar_wait(empty + f % kSlots * sizeof(uint64_t), f / kSlots % 2);
+          if (f + kSlots < fills()) issue_fill(f + kSlots);
+        }
+      }
+    }
+    __syncwarp();
+  };
+  using std::false_type;
+  using std::true_type;
+  auto nothing = [] {};
+  for (int it = 0; it < my_tiles; ++it) {
+    const bool last_tile = it + 1 == my_tiles;
+    auto depthwise = [&](int c) {
+      depthwise_h3<In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp, lane);
+      ++n;
+    };
+    turn(false_type{}, true_type{}, false_type{}, true, nothing);
+    depthwise(0);
+    for (int c = 1; c < nc; ++c) {
+      if (c == 1)
+        turn(true_type{}, true_type{}, true_type{}, true, nothing);
+      else
+        turn(true_type{}, true_type{}, false_type{}, true, nothing);
+      depthwise(c);
+    }
+    // the tile's last turn: GEMM2 only; x^T is free (the last GEMM1 is
+    // done), so the next tile's x is staged while it runs
+    const bool hand_on = !(grp == 1 && last_tile);
+    auto stage_next = [&] {
+      if (!last_tile) {
+        int nb, npw0;
+        tile_at(it + 1, nb, npw0);
+        stage_x<In>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, vec(), t);
+        fence_proxy_async();
+      }
+    };
+    if (nc == 1)
+      turn(true_type{}, false_type{}, true_type{}, hand_on, stage_next);
+    else
+      turn(true_type{}, false_type{}, false_type{}, hand_on, stage_next);
+    store_y<In>(acc, p, C, L, b, pw0, pairs(), warp, lane);
+    if (!last_tile) tile_at(it + 1, b, pw0);
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+}  // namespace h16
+
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
 
@@ -2969,6 +3543,11 @@ auto with_wg_kernel(const Params& p, F f) {
 // ---------------------------------------------------------------------------
 
 Path select_path(const Params& p, int device) {
+#if defined(FUSED_DWSEP_SM90A)
+  if (p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::kCMax && wgmma_built_for(device) &&
+      static_cast<size_t>(device_smem_optin(device)) >= wg::h16::kSmemBytes)
+    return Path::kWgmma16;
+#endif
   if (p.K <= tc::kMaxK && device_major(device) >= 8) {
     const size_t smem = static_cast<size_t>(device_smem_optin(device));
     static_assert(tc::C256T32::kSmemBytes <= tc::C256::kSmemBytes &&
@@ -3013,6 +3592,12 @@ TcLaunch tc_launch(const Params& p) {
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma16) {
+    using namespace wg::h16;
+    return p.dtype == DType::kFloat16
+               ? TcLaunch{fused_dwsep_h16_kernel<__half>, kSmemBytes, kTileT, kCMax}
+               : TcLaunch{fused_dwsep_h16_kernel<__nv_bfloat16>, kSmemBytes, kTileT, kCMax};
+  }
   if (path == Path::kWgmma)
     return with_wg_kernel(p, [](auto tile, auto exact, auto in) {
       using W = decltype(tile);
@@ -3037,6 +3622,9 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
 size_t workspace_floats(const Params& p, int device) {
   const Path path = select_path(p, device);
   if (path == Path::kNone) return 0;
+#if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma16) return static_cast<size_t>(wg::h16::workspace_floats(p.E));
+#endif
   const TcLaunch tl = tc_launch(path, p, device);
   int64_t floats = tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats();
 #if defined(FUSED_DWSEP_SM90A)
@@ -3064,7 +3652,12 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
+  if (path == Path::kWgmma16) {
+    if (p.dtype == DType::kFloat16)
+      wg::h16::pack_kernel<__half><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+    else
+      wg::h16::pack_kernel<__nv_bfloat16><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+  } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
     const bool packed = with_wg_kernel(p, [&](auto tile, auto exact, auto in) {
       using W = decltype(tile);
       constexpr bool kExact = decltype(exact)::value;
@@ -3090,7 +3683,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const int64_t tiles = p.B * ceil_div(p.L, tl.tile_t);
   if (tiles > INT32_MAX) return cudaErrorInvalidValue;
   int64_t blocks = tiles;
-  if (path == Path::kWgmma) {
+  if (path == Path::kWgmma || path == Path::kWgmma16) {
     const int64_t sms = device_sm_count(device);
     if (blocks > sms) blocks = sms;
   }
