@@ -998,6 +998,11 @@ def test_cuda_gate(tf32, monkeypatch):
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
     assert kernel_path(513, 64, 9) == "pytorch"
     assert kernel_path(300, 64, 11) == "pytorch"
+    for dtype in (torch.bfloat16, torch.float16):  # 16 bits: their own kernel up to C = 256, K = 9, any B and L
+        assert kernel_path(256, 512, 9, dtype=dtype) == ("wgmma16" if hopper else "tensor_core")
+        assert kernel_path(3, 5, 1, 1, 1, dtype=dtype) == ("wgmma16" if hopper else "tensor_core")
+        assert kernel_path(257, 100, 5, dtype=dtype) == ("wgmma" if hopper else "tensor_core_wide")
+        assert kernel_path(256, 64, 11, dtype=dtype) == "pytorch"
     assert kernel_path(24, 40, 31) == "pytorch"
 
 

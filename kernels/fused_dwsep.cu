@@ -3542,12 +3542,33 @@ auto with_wg_kernel(const Params& p, F f) {
 // Launcher
 // ---------------------------------------------------------------------------
 
-Path select_path(const Params& p, int device) {
+namespace {
+
+// The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
+bool h16_serves(const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
-  if (p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::kCMax && wgmma_built_for(device) &&
-      static_cast<size_t>(device_smem_optin(device)) >= wg::h16::kSmemBytes)
-    return Path::kWgmma16;
+  return p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::kCMax && wgmma_built_for(device) &&
+         static_cast<size_t>(device_smem_optin(device)) >= wg::h16::kSmemBytes;
+#else
+  (void)p;
+  (void)device;
+  return false;
 #endif
+}
+
+// The 16-bit kernel counts positions, tiles and ring fills in 32 bits.
+bool h16_sizes_fit(const Params& p) {
+#if defined(FUSED_DWSEP_SM90A)
+  using namespace wg::h16;
+  return p.L <= INT32_MAX - kTileT && p.B * ceil_div(p.L, kTileT) * 2 * chunks(p.E) <= INT32_MAX;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+// select_path without the 16-bit kernel.
+Path select_other_path(const Params& p, int device) {
   if (p.K <= tc::kMaxK && device_major(device) >= 8) {
     const size_t smem = static_cast<size_t>(device_smem_optin(device));
     static_assert(tc::C256T32::kSmemBytes <= tc::C256::kSmemBytes &&
@@ -3565,6 +3586,13 @@ Path select_path(const Params& p, int device) {
     if (p.C <= tc::C512::kCMax && smem >= tc::C512::kSmemBytes) return Path::kTensorCoreWide;
   }
   return Path::kNone;
+}
+
+}  // namespace
+
+Path select_path(const Params& p, int device) {
+  if (h16_serves(p, device) && h16_sizes_fit(p)) return Path::kWgmma16;
+  return select_other_path(p, device);
 }
 
 namespace {
@@ -3620,11 +3648,14 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
 // for C <= 256 it holds either kernel's packing: the wgmma kernel's (its own
 // stage layout) or the mma.sync kernel's.
 size_t workspace_floats(const Params& p, int device) {
-  const Path path = select_path(p, device);
-  if (path == Path::kNone) return 0;
+  // (the 16-bit kernel's scratch, or, where B and L too large for it send
+  // the call elsewhere, the other path's: whichever is larger)
+  const Path path = select_other_path(p, device);
+  size_t h16_floats = 0;
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma16) return static_cast<size_t>(wg::h16::workspace_floats(p.E));
+  if (h16_serves(p, device)) h16_floats = static_cast<size_t>(wg::h16::workspace_floats(p.E));
 #endif
+  if (path == Path::kNone) return h16_floats;
   const TcLaunch tl = tc_launch(path, p, device);
   int64_t floats = tc::PackedLayout(p.C, p.E, p.tf32, tl.c_max).total_floats();
 #if defined(FUSED_DWSEP_SM90A)
@@ -3634,7 +3665,7 @@ size_t workspace_floats(const Params& p, int device) {
     floats = wg_floats > floats ? wg_floats : floats;
   }
 #endif
-  return static_cast<size_t>(floats);
+  return static_cast<size_t>(floats) > h16_floats ? static_cast<size_t>(floats) : h16_floats;
 }
 
 cudaError_t launch(const Params& p, cudaStream_t stream) {
