@@ -3153,6 +3153,19 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
   }
 }
 
+// Starts fetching into L2 the x that stage_x will read for the warpgroup's
+// columns at pw0 (row xb): 3 lines of each channel's 160 bytes, so that the
+// staging's loads, on the tile boundary, wait for L2 rather than DRAM.
+template <class In>
+__device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, int t) {
+  constexpr int kLines = 3, kLineElems = 128 / sizeof(In);
+  for (int i = t; i < C * kLines; i += kWarpgroupThreads) {
+    const int c = i / kLines, pos = pw0 - 2 * kHalo + (i % kLines) * kLineElems;
+    const int at = min(max(pos, 0), L - 1);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(xb + static_cast<int64_t>(c) * L + at));
+  }
+}
+
 // The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
 // of a quad holds positions 18q - 4 + i (i = 0..17) of rows g and g + 8 of
 // its warp; acc[4j + 2h + b] is row g + 8h, i = 2j + b.
@@ -3166,8 +3179,8 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
   // stmatrix .trans, matrix m (of an x4) the n8 tile j + m: lane 8m + i gives
   // the address of column i of it (position 18 (i / 2) - 4 + 2 (j + m) +
   // i % 2): the 8 expanded channels of row half h, 16 bytes.
-  const int m = lane / 8, i = lane % 8;
-  auto address = [&](int j, int h) {
+  const int i = lane % 8;
+  auto address = [&](int j, int h, int m) {  // (an x1 reads lanes 0-7's addresses only: m = 0)
     const int row = h3_row((i / 2) * kLaneCols - kHalo + 2 * (j + m) + i % 2);
     return h3 + row * kRowBytes + (((2 * warp + h) ^ (row % 8)) * kChunkBytes);
   };
@@ -3208,8 +3221,8 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
     // in flight (the register file holds acc and acc1 besides)
 #pragma unroll
     for (int j = 0; j + 4 <= kNTiles; j += 4)
-      stmatrix_x4_trans(address(j, h), tile(j), tile(j + 1), tile(j + 2), tile(j + 3));
-    stmatrix_x1_trans(address(kNTiles - 1, h), tile(kNTiles - 1));
+      stmatrix_x4_trans(address(j, h, lane / 8), tile(j), tile(j + 1), tile(j + 2), tile(j + 3));
+    stmatrix_x1_trans(address(kNTiles - 1, h, 0), tile(kNTiles - 1));
   }
   fence_proxy_async();  // read by GEMM2 after the next turn barrier
 }
@@ -3409,7 +3422,13 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       depthwise_h3<In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp, lane);
       ++n;
     };
-    turn(false_type{}, true_type{}, false_type{}, true, nothing);
+    turn(false_type{}, true_type{}, false_type{}, true, [&] {
+      if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
+        int nb, npw0;
+        tile_at(it + 1, nb, npw0);
+        prefetch_x<In>(x_row(nb), C, L, npw0, t);
+      }
+    });
     depthwise(0);
     for (int c = 1; c < nc; ++c) {
       if (c == 1)
