@@ -1560,26 +1560,26 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
                ", %" #B ", " #ACCUM ", 1, 1, 0, 0;\n"                                                    \
                : ACC                                                                                    \
                : "l"(desc_a), "l"(desc_b))
+// (the four forms: fp16 or bf16, accumulating or overwriting)
+#define FD_WGMMA16_FORMS(N, REGS, ACC, A, B)                                     \
+  constexpr bool kF16 = std::is_same_v<In, __half>;                              \
+  if constexpr (kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1);    \
+  if constexpr (kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0);   \
+  if constexpr (!kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1);  \
+  if constexpr (!kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0)
 template <class In, bool kAcc>
 __device__ __forceinline__ void wgmma16(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool kF16 = std::is_same_v<In, __half>;
-  if constexpr (kF16 && kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("+f"), 36, 37, "f16", 1);
-  if constexpr (kF16 && !kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("=f"), 36, 37, "f16", 0);
-  if constexpr (!kF16 && kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("+f"), 36, 37, "bf16", 1);
-  if constexpr (!kF16 && !kAcc) FD_WGMMA16(72, FD_REGS36, FD_ACC36("=f"), 36, 37, "bf16", 0);
+  FD_WGMMA16_FORMS(72, FD_REGS36, FD_ACC36, 36, 37);
 #endif
 }
 template <class In, bool kAcc>
 __device__ __forceinline__ void wgmma16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool kF16 = std::is_same_v<In, __half>;
-  if constexpr (kF16 && kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("+f"), 32, 33, "f16", 1);
-  if constexpr (kF16 && !kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("=f"), 32, 33, "f16", 0);
-  if constexpr (!kF16 && kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("+f"), 32, 33, "bf16", 1);
-  if constexpr (!kF16 && !kAcc) FD_WGMMA16(64, FD_REGS32, FD_ACC32("=f"), 32, 33, "bf16", 0);
+  FD_WGMMA16_FORMS(64, FD_REGS32, FD_ACC32, 32, 33);
 #endif
 }
+#undef FD_WGMMA16_FORMS
 #undef FD_WGMMA16
 // GEMM1's bias step: A (64 x 16) from registers (rows 16 w + g and + 8, k
 // pairs 2q and 2q + 8, as for wgmma_rs_f16), B from shared memory.
