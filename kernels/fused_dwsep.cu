@@ -3172,11 +3172,10 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
 // its warp; acc[4j + 2h + b] is row g + 8h, i = 2j + b.
 template <class In>
 __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], const float* taps, int e0, uint32_t h3,
-                                             int warp, int lane) {
+                                             int warp) {
   // (the lane through volatile asm: the stmatrix addresses below are then
   // worked out where they are used, not held in registers from chunk to chunk)
-  lane = lane_id();
-  const int q = lane % kQuad;
+  const int lane = lane_id();
   // stmatrix .trans, matrix m (of an x4) the n8 tile j + m: lane 8m + i gives
   // the address of column i of it (position 18 (i / 2) - 4 + 2 (j + m) +
   // i % 2): the 8 expanded channels of row half h, 16 bytes.
@@ -3420,7 +3419,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   for (int it = 0; it < my_tiles; ++it) {
     const bool last_tile = it + 1 == my_tiles;
     auto depthwise = [&](int c) {
-      depthwise_h3<In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp, lane);
+      depthwise_h3<In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
       ++n;
     };
     turn(false_type{}, true_type{}, false_type{}, true, [&] {

@@ -5,7 +5,9 @@
 // copy results/clock_trace.py writes, it also prints that copy's clock trace.
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
 //        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
-// -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32.
+// -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32;
+// -DFUSED_DWSEP_DRIVER_BF16 x, the weights and y in bfloat16 (with
+// FUSED_DWSEP_WGMMA16=1 in the environment, on the 16-bit kernel).
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>
@@ -13,10 +15,15 @@
 #include <cstring>
 #include <vector>
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
-static float* dev_rand(size_t n, float scale, unsigned seed) {
-  std::vector<float> h(n); unsigned s = seed;
-  for (auto& v : h) { s = s * 1664525u + 1013904223u; v = scale * ((s >> 8) * (1.0f / 16777216.0f) - 0.5f); }
-  float* d; CK(cudaMalloc(&d, n * 4)); CK(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice)); return d;
+#if defined(FUSED_DWSEP_DRIVER_BF16)
+using Elt = __nv_bfloat16;
+#else
+using Elt = float;
+#endif
+static Elt* dev_rand(size_t n, float scale, unsigned seed) {
+  std::vector<Elt> h(n); unsigned s = seed;
+  for (auto& v : h) { s = s * 1664525u + 1013904223u; v = Elt(scale * ((s >> 8) * (1.0f / 16777216.0f) - 0.5f)); }
+  Elt* d; CK(cudaMalloc(&d, n * sizeof(Elt))); CK(cudaMemcpy(d, h.data(), n * sizeof(Elt), cudaMemcpyHostToDevice)); return d;
 }
 
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
@@ -121,9 +128,12 @@ int main(int argc, char** argv) {
 #if defined(FUSED_DWSEP_DRIVER_EXACT)
   p.tf32 = false;  // the exact mode (allow_tf32 off)
 #endif
+#if defined(FUSED_DWSEP_DRIVER_BF16)
+  p.dtype = fused_dwsep::DType::kBFloat16;
+#endif
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
   p.wd = dev_rand(E * K, 0.6f, 4); p.bd = dev_rand(E, 0.1f, 5); p.w2 = dev_rand(C * E, 0.09f, 6); p.b2 = dev_rand(C, 0.1f, 7);
-  float* y; CK(cudaMalloc(&y, B * C * L * 4)); p.y = y;
+  Elt* y; CK(cudaMalloc(&y, B * C * L * sizeof(Elt))); p.y = y;
   size_t ws = fused_dwsep::workspace_floats(p, 0); float* w; CK(cudaMalloc(&w, ws * 4)); p.workspace = w;
   printf("%lldx%lldx%lldx%lld: path %d ws %zu\n", (long long)B, (long long)C, (long long)E, (long long)L,
          (int)fused_dwsep::select_path(p, 0), ws);
@@ -137,10 +147,10 @@ int main(int argc, char** argv) {
   }
   std::sort(t.begin(), t.end());
   // FNV-1a over y's bits: equal hashes mean bitwise-equal outputs.
-  std::vector<float> hy(B * C * L);
-  CK(cudaMemcpy(hy.data(), y, hy.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<Elt> hy(B * C * L);
+  CK(cudaMemcpy(hy.data(), y, hy.size() * sizeof(Elt), cudaMemcpyDeviceToHost));
   unsigned long long hash = 1469598103934665603ull;
-  for (float v : hy) { unsigned u; memcpy(&u, &v, 4); hash = (hash ^ u) * 1099511628211ull; }
+  for (const Elt& v : hy) { unsigned u = 0; memcpy(&u, &v, sizeof(Elt)); hash = (hash ^ u) * 1099511628211ull; }
   printf("median %.4f ms min %.4f y hash %016llx\n", t[t.size() / 2], t[0], hash);
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
   using fused_dwsep::wg::WgHead;
