@@ -293,7 +293,8 @@ def _forward_into(y, x, w1, b1, wd, bd, w2, b2, workspace, tf32: bool) -> None:
 
     def expected():
         (B, C, L), E, K = x.shape, w1.shape[0], wd.shape[1]
-        return [B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [_ext.workspace_floats(C, E, K, tf32, _DTYPE_CODES.get(x.dtype, 0))]
+        ws = _ext.workspace_floats(C, E, K, tf32, _DTYPE_CODES.get(x.dtype, 0))
+        return [B, C, L], [B, C, L], [E, C], [E], [E, K], [E], [C, E], [C], [ws]
 
     tensors = dict(y=y, x=x, w1=w1, b1=b1, wd=wd, bd=bd, w2=w2, b2=b2, workspace=workspace)
     _raise_on_code(code, tensors, "x", expected, "x must be a CUDA [B, C, L] tensor, w1 [E, C] and wd [E, K]")
