@@ -490,7 +490,7 @@ def kernel_path(
 ) -> str:
     """What serves an input [batch, channels, length] of `dtype` on the
     current device under the current allow_tf32 flag: 'wgmma16' (Hopper,
-    bfloat16 and float16, C <= 256, K <= 9; opt-in with the environment
+    bfloat16 and float16, C <= 384, K <= 9; opt-in with the environment
     variable FUSED_DWSEP_WGMMA16=1 until measured), 'wgmma' (Hopper: C <= 256
     with enough positions to fill the GPU, float32 in every mode; TF32,
     bfloat16 and float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),

@@ -643,7 +643,7 @@ def test_cuda_half(B, C, E, L, K, dtype):
     out, x, ref = run_half(B, C, E, L, K, dtype, seed=B + L)
     path = kernel_path(C, E, K, B, L, dtype)
     if torch.cuda.get_device_capability() == (9, 0) and K <= 9:
-        if C <= 256 and WGMMA16:
+        if C <= 384 and WGMMA16:
             assert path == "wgmma16", f"B={B} C={C} E={E} L={L} {dtype} should take the 16-bit kernel, took {path}"
         elif C <= 384 and B * L >= 132 * 128:
             assert path == "wgmma", f"B={B} C={C} E={E} L={L} {dtype} should take the wgmma kernel, took {path}"
@@ -1001,11 +1001,13 @@ def test_cuda_gate(tf32, monkeypatch):
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
     assert kernel_path(513, 64, 9) == "pytorch"
     assert kernel_path(300, 64, 11) == "pytorch"
-    for dtype in (torch.bfloat16, torch.float16):  # the TF32 kernels, or (opt-in) their own up to C = 256, K = 9
+    for dtype in (torch.bfloat16, torch.float16):  # the TF32 kernels, or (opt-in) their own up to C = 384, K = 9
         half = "wgmma16" if hopper and WGMMA16 else None
         assert kernel_path(256, 512, 9, dtype=dtype) == (half or ("wgmma" if hopper else "tensor_core"))
         assert kernel_path(3, 5, 1, 1, 1, dtype=dtype) == (half or "tensor_core")
-        assert kernel_path(257, 100, 5, dtype=dtype) == ("wgmma" if hopper else "tensor_core_wide")
+        assert kernel_path(257, 100, 5, dtype=dtype) == (half or ("wgmma" if hopper else "tensor_core_wide"))
+        assert kernel_path(384, 512, 9, 1, 100, dtype=dtype) == (half or ("wgmma" if hopper else "tensor_core_wide"))
+        assert kernel_path(385, 64, 9, dtype=dtype) == "tensor_core_wide"
         assert kernel_path(256, 64, 11, dtype=dtype) == "pytorch"
     assert kernel_path(24, 40, 31) == "pytorch"
 

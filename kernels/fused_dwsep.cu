@@ -1428,11 +1428,15 @@ __device__ __forceinline__ void fence_proxy_async() {
 // inline-asm operands with constraint `c` ("+f" accumulates, "=f" overwrites).
 #define FD_ACC8(c, i)                                                                                  \
   c(d[i]), c(d[i + 1]), c(d[i + 2]), c(d[i + 3]), c(d[i + 4]), c(d[i + 5]), c(d[i + 6]), c(d[i + 7])
+#define FD_ACC16(c) FD_ACC8(c, 0), FD_ACC8(c, 8)
+#define FD_ACC20(c) FD_ACC16(c), c(d[16]), c(d[17]), c(d[18]), c(d[19])
 #define FD_ACC32(c) FD_ACC8(c, 0), FD_ACC8(c, 8), FD_ACC8(c, 16), FD_ACC8(c, 24)
 #define FD_ACC36(c) FD_ACC32(c), c(d[32]), c(d[33]), c(d[34]), c(d[35])
 #define FD_ACC64(c) FD_ACC32(c), FD_ACC8(c, 32), FD_ACC8(c, 40), FD_ACC8(c, 48), FD_ACC8(c, 56)
 #define FD_ACC68(c) FD_ACC64(c), c(d[64]), c(d[65]), c(d[66]), c(d[67])
 #define FD_ACC96(c) FD_ACC64(c), FD_ACC8(c, 64), FD_ACC8(c, 72), FD_ACC8(c, 80), FD_ACC8(c, 88)
+#define FD_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define FD_REGS20 FD_REGS16 ", %16, %17, %18, %19"
 #define FD_REGS32                                                                                      \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -1579,33 +1583,58 @@ __device__ __forceinline__ void wgmma16(float (&d)[32], uint64_t desc_a, uint64_
   FD_WGMMA16_FORMS(64, FD_REGS32, FD_ACC32, 32, 33);
 #endif
 }
+// The narrow tile (C <= 384): GEMM1 m64n40k16, GEMM2 m64n32k16.
+template <class In, bool kAcc>
+__device__ __forceinline__ void wgmma16(float (&d)[20], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  FD_WGMMA16_FORMS(40, FD_REGS20, FD_ACC20, 20, 21);
+#endif
+}
+template <class In, bool kAcc>
+__device__ __forceinline__ void wgmma16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  FD_WGMMA16_FORMS(32, FD_REGS16, FD_ACC16, 16, 17);
+#endif
+}
 #undef FD_WGMMA16_FORMS
 #undef FD_WGMMA16
 // GEMM1's bias step: A (64 x 16) from registers (rows 16 w + g and + 8, k
 // pairs 2q and 2q + 8, as for wgmma_rs_f16), B from shared memory.
+#define FD_WGMMA16_RS(N, REGS, ACC, OPS, TYPE)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                           \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, " OPS      \
+               ", p, 1, 1, 0;\n}\n"                                                                    \
+               : ACC("+f")                                                                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
 template <class In>
 __device__ __forceinline__ void wgmma16_rs(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if constexpr (std::is_same_v<In, __half>)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {" FD_REGS36
-                 "}, {%36, %37, %38, %39}, %40, p, 1, 1, 0;\n}\n"
-                 : FD_ACC36("+f")
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    FD_WGMMA16_RS(72, FD_REGS36, FD_ACC36, "{%36, %37, %38, %39}, %40", "f16");
   else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16 {" FD_REGS36
-                 "}, {%36, %37, %38, %39}, %40, p, 1, 1, 0;\n}\n"
-                 : FD_ACC36("+f")
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    FD_WGMMA16_RS(72, FD_REGS36, FD_ACC36, "{%36, %37, %38, %39}, %40", "bf16");
 #endif
 }
+template <class In>
+__device__ __forceinline__ void wgmma16_rs(float (&d)[20], const uint32_t (&a)[4], uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (std::is_same_v<In, __half>)
+    FD_WGMMA16_RS(40, FD_REGS20, FD_ACC20, "{%20, %21, %22, %23}, %24", "f16");
+  else
+    FD_WGMMA16_RS(40, FD_REGS20, FD_ACC20, "{%20, %21, %22, %23}, %24", "bf16");
+#endif
+}
+#undef FD_WGMMA16_RS
 #undef FD_ACC8
+#undef FD_ACC16
+#undef FD_ACC20
 #undef FD_ACC32
 #undef FD_ACC36
 #undef FD_ACC64
 #undef FD_ACC68
 #undef FD_ACC96
+#undef FD_REGS16
+#undef FD_REGS20
 #undef FD_REGS32
 #undef FD_REGS36
 #undef FD_REGS64
@@ -2950,80 +2979,96 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 namespace h16 {
 
 constexpr int kGroups = kWarpgroups;          // two warpgroups, nothing else
-constexpr int kTileT = 128;                   // positions per CTA tile
-constexpr int kGroupT = kTileT / kGroups;     // 64 per warpgroup
 constexpr int kHalo = kMaxHalf;               // K <= 2 kHalo + 1
-constexpr int kCols = kGroupT + 2 * kHalo;    // 72: GEMM1's N
-constexpr int kNTiles = kCols / kMmaN;        // 9 n8 tiles of GEMM1
-constexpr int kLaneCols = kCols / kQuad;      // 18 positions a lane holds of each row
-constexpr int kPosTiles = kGroupT / kMmaN;    // 8 n8 tiles of GEMM2
-constexpr int kCMax = 256;
 constexpr int kEChunk = 64;
 constexpr int kKBlock = 64;                   // channels per swizzled 128-byte row
-constexpr int kMaxKBlocks = kCMax / kKBlock;  // 4 (also GEMM2's m64 blocks)
 constexpr int kKStep = 16;                    // a k16 wgmma
 constexpr uint32_t kRowBytes = kKBlock * 2;   // 128
 constexpr uint32_t kAtomBytes = kCoreRows * kRowBytes;   // 1024: 8 rows
 constexpr uint32_t kChunkBytes = 16;          // a swizzled chunk: 8 channels
-constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;    // 9216: 72 columns x 64 channels
-constexpr uint32_t kXtBytes = kMaxKBlocks * kXtBlockBytes;
-constexpr uint32_t kW1BlockBytes = kEChunk * kRowBytes;  // 8192: 64 e x 64 channels
-constexpr uint32_t kSlotBytes = kMaxKBlocks * kW1BlockBytes;  // a W1 chunk (64 x 256) or a W2 chunk (256 x 64)
-static_assert(kSlotBytes == kCMax * kRowBytes, "a W2 chunk fills a slot as a W1 chunk does");
-constexpr uint32_t kH3Bytes = kCols * kRowBytes;         // 64 positions + 8 halo rows
-constexpr int kSlots = 4;                     // two chunks in flight
+constexpr uint32_t kW1BlockBytes = kEChunk * kRowBytes;  // 8192: 64 e x 64 channels (W2: 64 C rows x 64 e)
 constexpr int kTapRecord = 12;                // taps / 2 (9, centred), bd / 2, 2 unused: 3 float4
 constexpr int kTapBd = 9;
 // GEMM1's bias step: h1 = W1 x + b1 v, v = 1 at positions in [0, L) and 0
 // outside (x is 0 there too), so the padding contributes 0, not b1, with no
 // masking in the depthwise. One more k16 wgmma a chunk: A = b1 in channel 0
-// (registers), B = v^T in shared memory, 72 rows x 16 channels, no swizzle
-// (cores of 8 rows x 16 bytes: the second 8 channels 128 bytes on, the next
-// 8 rows 256), all zero but channel 0.
+// (registers), B = v^T in shared memory, a row per column x 16 channels, no
+// swizzle (cores of 8 rows x 16 bytes: the second 8 channels 128 bytes on,
+// the next 8 rows 256), all zero but channel 0.
 constexpr uint32_t kValidCoreK = kCoreRows * kChunkBytes;       // 128
 constexpr uint32_t kValidRowGroup = 2 * kValidCoreK;            // 256
-constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;  // 2304
-// Shared memory (offsets from a 1024-aligned base).
-constexpr uint32_t kXtOff = 0;
-constexpr uint32_t kH3Off = kXtOff + kGroups * kXtBytes;
-constexpr uint32_t kRingOff = kH3Off + kGroups * kH3Bytes;
-constexpr uint32_t kValidOff = kRingOff + kSlots * kSlotBytes;
-constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
-constexpr uint32_t kSmemBytes = kBarOff + 2 * kSlots * sizeof(uint64_t) + kAtomBytes;  // + alignment slack
-static_assert(kXtBlockBytes % kAtomBytes == 0 && kH3Bytes % kAtomBytes == 0 && kRingOff % kAtomBytes == 0,
-              "swizzle atoms stay 1024-aligned");
-static_assert(kCols % kQuad == 0 && kLaneCols % 2 == 0 && kLaneCols >= 2 * kHalo, "lane column runs");
 constexpr int kTurnBarrier = 1;               // named barriers 1, 2: "your turn on the tensor cores"
-
-// Workspace (bytes): per chunk its W1 slot image then its W2 slot image; then
-// the tap records (floats).
-__host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
-__host__ __device__ constexpr int64_t taps_offset_floats(int64_t E) {
-  return chunks(E) * 2 * kSlotBytes / sizeof(float);
-}
-__host__ __device__ constexpr int64_t workspace_floats(int64_t E) {
-  return taps_offset_floats(E) + chunks(E) * kEChunk * kTapRecord;
-}
 
 // Byte offset of (row, channel k) in a swizzled block of 128-byte rows.
 __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
   return row * kRowBytes + (((k / 8) ^ (row % 8)) * kChunkBytes) + (k % 8) * 2;
 }
-// GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo).
-__host__ __device__ constexpr int column_of(int p) {
-  const int r = (p + kHalo) % kLaneCols, q = (p + kHalo) / kLaneCols;
-  return (r / 2) * kMmaN + 2 * q + r % 2;
+
+// A tiling: kGroupT positions a warpgroup (the CTA's tile is twice that), C up
+// to kCMax, kSlots ring slots of one chunk's W1 or W2 each.
+template <int kGroupT_, int kCMax_, int kSlots_>
+struct Tile {
+  static constexpr int kGroupT = kGroupT_, kCMax = kCMax_, kSlots = kSlots_;
+  static constexpr int kTileT = kGroups * kGroupT;      // positions per CTA tile
+  static constexpr int kCols = kGroupT + 2 * kHalo;     // GEMM1's N: the positions and a halo each side
+  static constexpr int kNTiles = kCols / kMmaN;         // n8 tiles of GEMM1
+  static constexpr int kLaneCols = kCols / kQuad;       // positions a lane holds of each row
+  static constexpr int kPosTiles = kGroupT / kMmaN;     // n8 tiles of GEMM2
+  static constexpr int kKBlocks = kCMax / kKBlock;      // W1's channel blocks, GEMM2's m64 blocks
+  static constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;  // kCols columns x 64 channels
+  static constexpr uint32_t kXtBytes = kKBlocks * kXtBlockBytes;
+  static constexpr uint32_t kSlotBytes = kKBlocks * kW1BlockBytes;  // a W1 chunk (64 x C) or a W2 chunk (C x 64)
+  static constexpr uint32_t kH3Bytes = kCols * kRowBytes;           // kGroupT positions + 8 halo rows
+  static constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;
+  static constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // x^T's staging: octets from pw0 - 8
+  // Shared memory (offsets from a 1024-aligned base).
+  static constexpr uint32_t kXtOff = 0;
+  static constexpr uint32_t kH3Off = kXtOff + kGroups * kXtBytes;
+  static constexpr uint32_t kRingOff = kH3Off + kGroups * kH3Bytes;
+  static constexpr uint32_t kValidOff = kRingOff + kSlots * kSlotBytes;
+  static constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
+  static constexpr uint32_t kSmemBytes = kBarOff + 2 * kSlots * sizeof(uint64_t) + kAtomBytes;  // + alignment slack
+
+  // GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo):
+  // column 8j + 2q + b is position kLaneCols q - kHalo + 2j + b, so that lane
+  // q of a quad holds kLaneCols consecutive positions of its rows.
+  __host__ __device__ static constexpr int column_of(int p) {
+    const int r = (p + kHalo) % kLaneCols, q = (p + kHalo) / kLaneCols;
+    return (r / 2) * kMmaN + 2 * q + r % 2;
+  }
+  // Position of GEMM1 column n (the inverse).
+  __host__ __device__ static constexpr int position_of(int n) {
+    const int j = n / kMmaN, q = n % kMmaN / 2, b = n % 2;
+    return q * kLaneCols - kHalo + 2 * j + b;
+  }
+  // h3^T row of position p: p itself, the halo positions in rows kGroupT.. .
+  __host__ __device__ static constexpr int h3_row(int p) { return p < 0 ? p + kCols : p; }
+
+  // Workspace (bytes): per chunk its W1 slot image then its W2 slot image;
+  // then the tap records (floats).
+  __host__ __device__ static constexpr int64_t taps_offset_floats(int64_t E) {
+    return ceil_div(E, kEChunk) * 2 * kSlotBytes / sizeof(float);
+  }
+  __host__ __device__ static constexpr int64_t workspace_floats(int64_t E) {
+    return taps_offset_floats(E) + ceil_div(E, kEChunk) * kEChunk * kTapRecord;
+  }
+};
+using Tile128 = Tile<64, 256, 4>;  // C <= 256: 128-position tiles, two chunks in flight
+using Tile64 = Tile<32, 384, 3>;   // 256 < C <= 384: 64-position tiles (acc 6 x 16 registers), 1.5 chunks
+
+template <class G>
+constexpr bool tile_ok() {
+  return G::kSlotBytes == G::kCMax * kRowBytes &&  // a W2 chunk fills a slot as a W1 chunk does
+         G::kXtBlockBytes % kAtomBytes == 0 && G::kH3Bytes % kAtomBytes == 0 && G::kRingOff % kAtomBytes == 0 &&
+         G::kCols % kQuad == 0 && G::kLaneCols % 2 == 0 && G::kLaneCols >= kHalo &&  // halos from one neighbour
+         G::kNTiles % 4 == 1 &&  // stmatrix: x4s, then one x1
+         G::position_of(G::column_of(-kHalo)) == -kHalo &&
+         G::position_of(G::column_of(G::kGroupT + kHalo - 1)) == G::kGroupT + kHalo - 1 &&
+         G::column_of(G::position_of(G::kCols - 3)) == G::kCols - 3;  // a permutation
 }
-// Position of GEMM1 column n (the inverse).
-__host__ __device__ constexpr int position_of(int n) {
-  const int j = n / kMmaN, q = n % kMmaN / 2, b = n % 2;
-  return q * kLaneCols - kHalo + 2 * j + b;
-}
-static_assert(position_of(column_of(-4)) == -4 && position_of(column_of(67)) == 67 &&
-                  position_of(column_of(30)) == 30 && column_of(position_of(41)) == 41,
-              "the column order is a permutation");
-// h3^T row of position p: p itself, the halo positions in rows 64..71.
-__host__ __device__ constexpr int h3_row(int p) { return p < 0 ? p + kCols : p; }
+static_assert(tile_ok<Tile128>() && tile_ok<Tile64>(), "the 16-bit tiles");
+static_assert(Tile128::kSmemBytes <= 232448 && Tile64::kSmemBytes <= 232448, "one CTA per SM (227 KB)");
+__host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
 
 // wgmma descriptor of a K-major, 128-byte-swizzled operand starting at addr
 // (8-row groups 1024 bytes apart; the leading offset is unused there).
@@ -3057,21 +3102,21 @@ __device__ __forceinline__ void stmatrix_x1_trans(uint32_t addr, uint32_t r0) {
 
 // The weights in the kernel's slot images (In, zero-padded to 256 channels
 // and whole chunks) and the tap records, grid-stride.
-template <class In>
+template <class G, class In>
 __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   const In* const w1 = in_ptr<In>(p.w1);
   const In* const w2 = in_ptr<In>(p.w2);
   In* const ws = reinterpret_cast<In*>(p.workspace);
   const int64_t C = p.C, E = p.E, nc = chunks(E);
-  constexpr int64_t kSlotElems = kSlotBytes / sizeof(In);
+  constexpr int64_t kSlotElems = G::kSlotBytes / sizeof(In);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t i = first; i < nc * 2 * kSlotElems; i += stride) {
     const int64_t chunk = i / (2 * kSlotElems);
     const bool is_w2 = i / kSlotElems % 2 != 0;
     const int o = static_cast<int>(i % kSlotElems);
-    const int block = o / (kSlotElems / kMaxKBlocks);             // W1's channel block (W2: always 0 below)
-    const int r = is_w2 ? o / kKBlock : o % (kSlotElems / kMaxKBlocks) / kKBlock;  // row in the block
+    const int block = o / (kSlotElems / G::kKBlocks);             // W1's channel block (W2: always 0 below)
+    const int r = is_w2 ? o / kKBlock : o % (kSlotElems / G::kKBlocks) / kKBlock;  // row in the block
     const int k = ((o % kKBlock / 8) ^ (r % 8)) * 8 + o % 8;      // undo the swizzle
     float v = 0.0f;
     if (!is_w2) {
@@ -3086,7 +3131,7 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   // Tap records: taps and bias halved (gelu_from_half takes h2 / 2).
   const In* const wd = in_ptr<In>(p.wd);
   const In* const bd = in_ptr<In>(p.bd);
-  float* const taps = p.workspace + taps_offset_floats(E);
+  float* const taps = p.workspace + G::taps_offset_floats(E);
   const int first_tap = kHalo - static_cast<int>(p.K / 2);
   for (int64_t e = first; e < nc * kEChunk; e += stride) {
     float* rec = taps + e * kTapRecord;
@@ -3105,18 +3150,17 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
 // flags v. Work items of 8 channels x 8 positions (an octet at a multiple of
 // 8 from pw0 - 8): eight 16-byte loads (or 64 2-byte loads where rows are
 // not 16-byte aligned), transposed in registers, eight 16-byte stores.
-constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // 10: pw0 - 8 .. pw0 + 71
-template <class In>
+template <class G, class In>
 __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, bool vec,
                                         int t) {
-  if (t < kCols) {
-    const int pos = pw0 + position_of(t);
+  if (t < G::kCols) {
+    const int pos = pw0 + G::position_of(t);
     *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
         Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
   }
-  constexpr int kItems = kOctets * kCMax / 8;
+  constexpr int kItems = G::kOctets * G::kCMax / 8;
   for (int item = t; item < kItems; item += kWarpgroupThreads) {
-    const int oct = item % kOctets, cg = item / kOctets;
+    const int oct = item % G::kOctets, cg = item / G::kOctets;
     const int p0 = pw0 - 2 * kHalo + 8 * oct;
     uint32_t v[8][4];
 #pragma unroll
@@ -3141,25 +3185,27 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int p = 8 * oct - 2 * kHalo + j;  // warpgroup position
-      if (p < -kHalo || p >= kGroupT + kHalo) continue;
+      if (p < -kHalo || p >= G::kGroupT + kHalo) continue;
       const uint32_t sel = j % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
       uint4 w;
       w.x = __byte_perm(v[0][j / 2], v[1][j / 2], sel);
       w.y = __byte_perm(v[2][j / 2], v[3][j / 2], sel);
       w.z = __byte_perm(v[4][j / 2], v[5][j / 2], sel);
       w.w = __byte_perm(v[6][j / 2], v[7][j / 2], sel);
-      const int n = column_of(p);
-      *reinterpret_cast<uint4*>(xt + (cg / 8) * kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
+      const int n = G::column_of(p);
+      *reinterpret_cast<uint4*>(xt + (cg / 8) * G::kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
     }
   }
 }
 
 // Starts fetching into L2 the x that stage_x will read for the warpgroup's
-// columns at pw0 (row xb): 3 lines of each channel's 160 bytes, so that the
+// columns at pw0 (row xb): the lines of each channel's kOctets x 16 bytes
+// (160 at Tile128: 3 lines, as they need not start a line), so that the
 // staging's loads, on the tile boundary, wait for L2 rather than DRAM.
-template <class In>
+template <class G, class In>
 __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, int t) {
-  constexpr int kLines = 3, kLineElems = 128 / sizeof(In);
+  constexpr int kLineBytes = 128, kLineElems = kLineBytes / sizeof(In);
+  constexpr int kLines = (G::kOctets * 8 * static_cast<int>(sizeof(In)) + kLineBytes - 1) / kLineBytes + 1;
   for (int i = t; i < C * kLines; i += kWarpgroupThreads) {
     const int c = i / kLines, pos = pw0 - 2 * kHalo + (i % kLines) * kLineElems;
     const int at = min(max(pos, 0), L - 1);
@@ -3170,8 +3216,8 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
 // The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
 // of a quad holds positions 18q - 4 + i (i = 0..17) of rows g and g + 8 of
 // its warp; acc[4j + 2h + b] is row g + 8h, i = 2j + b.
-template <class In>
-__device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], const float* taps, int e0, uint32_t h3,
+template <class G, class In>
+__device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], const float* taps, int e0, uint32_t h3,
                                              int warp) {
   // (the lane through volatile asm: the stmatrix addresses below are then
   // worked out where they are used, not held in registers from chunk to chunk)
@@ -3181,7 +3227,7 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
   // i % 2): the 8 expanded channels of row half h, 16 bytes.
   const int i = lane % 8;
   auto address = [&](int j, int h, int m) {  // (an x1 reads lanes 0-7's addresses only: m = 0)
-    const int row = h3_row((i / 2) * kLaneCols - kHalo + 2 * (j + m) + i % 2);
+    const int row = G::h3_row((i / 2) * G::kLaneCols - kHalo + 2 * (j + m) + i % 2);
     return h3 + row * kRowBytes + (((2 * warp + h) ^ (row % 8)) * kChunkBytes);
   };
 #pragma unroll
@@ -3191,14 +3237,14 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
     const float4 r1 = __ldg(reinterpret_cast<const float4*>(rec + 4));
     const float4 r2 = __ldg(reinterpret_cast<const float4*>(rec + 8));
     const float tap[kMaxK] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w, r2.x};
-    float v[kLaneCols];  // h1, with b1 and the padding (GEMM1's bias step)
+    float v[G::kLaneCols];  // h1, with b1 and the padding (GEMM1's bias step)
 #pragma unroll
-    for (int k = 0; k < kLaneCols; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
+    for (int k = 0; k < G::kLaneCols; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
     const float bias = r2.y;
     float lo[kHalo], hi[kHalo];  // the quad neighbours' last and first kHalo
 #pragma unroll
     for (int k = 0; k < kHalo; ++k) {
-      lo[k] = __shfl_up_sync(0xffffffffu, v[kLaneCols - kHalo + k], 1);
+      lo[k] = __shfl_up_sync(0xffffffffu, v[G::kLaneCols - kHalo + k], 1);
       hi[k] = __shfl_down_sync(0xffffffffu, v[k], 1);
     }
     // the n8 tile j's two columns of this row, as one register of In
@@ -3210,7 +3256,7 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
 #pragma unroll
         for (int k = 0; k < kMaxK; ++k) {
           const int idx = 2 * j + b + k - kHalo;
-          const float in = idx < 0 ? lo[idx + kHalo] : idx >= kLaneCols ? hi[idx - kLaneCols] : v[idx];
+          const float in = idx < 0 ? lo[idx + kHalo] : idx >= G::kLaneCols ? hi[idx - G::kLaneCols] : v[idx];
           s = fmaf(tap[k], in, s);
         }
         out[b] = gelu_from_half(s);
@@ -3220,24 +3266,24 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[kCols / 2], cons
     // four tiles a store, each stored as soon as it is made: fewer values
     // in flight (the register file holds acc and acc1 besides)
 #pragma unroll
-    for (int j = 0; j + 4 <= kNTiles; j += 4)
+    for (int j = 0; j + 4 <= G::kNTiles; j += 4)
       stmatrix_x4_trans(address(j, h, lane / 8), tile(j), tile(j + 1), tile(j + 2), tile(j + 3));
-    stmatrix_x1_trans(address(kNTiles - 1, h, 0), tile(kNTiles - 1));
+    stmatrix_x1_trans(address(G::kNTiles - 1, h, 0), tile(G::kNTiles - 1));
   }
   fence_proxy_async();  // read by GEMM2 after the next turn barrier
 }
 
 // y = acc + b2 + x for the warpgroup's 64 positions: thread (warp, g, q) holds
 // rows 64m + 16 warp + g + 8h, positions pw0 + 8j + 2q + b.
-template <class In>
-__device__ __forceinline__ void store_y(const float (&acc)[kMaxKBlocks][kGroupT / 2], const Params& p, int C,
+template <class G, class In>
+__device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, int C,
                                         int L, int b, int pw0, bool pairs, int warp, int lane) {
   const int g = lane / kQuad, q = lane % kQuad;
   const In* const x = in_ptr<In>(p.x) + static_cast<int64_t>(b) * C * L;
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
   const In* const b2 = in_ptr<In>(p.b2);
 #pragma unroll
-  for (int mb = 0; mb < kMaxKBlocks; ++mb) {
+  for (int mb = 0; mb < G::kKBlocks; ++mb) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int c = mb * kWgmmaM + warp * kMmaM + g + 8 * h;
@@ -3245,14 +3291,14 @@ __device__ __forceinline__ void store_y(const float (&acc)[kMaxKBlocks][kGroupT 
       const float bias = Elem<In>::to_float(b2[c]);
       const In* xr = x + static_cast<int64_t>(c) * L;
       In* yr = y + static_cast<int64_t>(c) * L;
-      uint32_t res[kPosTiles];
+      uint32_t res[G::kPosTiles];
 #pragma unroll
-      for (int j = 0; j < kPosTiles; ++j) {
+      for (int j = 0; j < G::kPosTiles; ++j) {
         const int pos = pw0 + j * kMmaN + 2 * q;
         if (pairs && pos + 1 < L) res[j] = __ldg(reinterpret_cast<const unsigned int*>(xr + pos));
       }
 #pragma unroll
-      for (int j = 0; j < kPosTiles; ++j) {
+      for (int j = 0; j < G::kPosTiles; ++j) {
         const int pos = pw0 + j * kMmaN + 2 * q;
         const float a0 = acc[mb][4 * j + 2 * h] + bias, a1 = acc[mb][4 * j + 2 * h + 1] + bias;
         if (pairs && pos + 1 < L) {
@@ -3269,7 +3315,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[kMaxKBlocks][kGroupT 
   }
 }
 
-template <class In>
+template <class G, class In>
 __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h16_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
@@ -3278,24 +3324,24 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   uint8_t* const sbase = smem_raw + (base - raw);
   const int tid = threadIdx.x, grp = tid / kWarpgroupThreads, t = tid % kWarpgroupThreads;
   const int warp = t / kWarpSize, lane = t % kWarpSize;
-  const uint32_t xt = base + kXtOff + grp * kXtBytes, h3 = base + kH3Off + grp * kH3Bytes;
-  const uint32_t ring = base + kRingOff, full = base + kBarOff, empty = full + kSlots * sizeof(uint64_t);
-  uint8_t* const valid = sbase + kValidOff + grp * kValidBytes;
+  const uint32_t xt = base + G::kXtOff + grp * G::kXtBytes, h3 = base + G::kH3Off + grp * G::kH3Bytes;
+  const uint32_t ring = base + G::kRingOff, full = base + G::kBarOff, empty = full + G::kSlots * sizeof(uint64_t);
+  uint8_t* const valid = sbase + G::kValidOff + grp * G::kValidBytes;
 
   const int C = static_cast<int>(p.C);
   const int L = static_cast<int>(p.L);
   const int nc = static_cast<int>(chunks(p.E));
-  // select_path (h16_sizes_fit) keeps tiles and fills below 2^31 and L below 2^31 - kTileT
-  const int tiles_per_row = static_cast<int>(ceil_div(L, kTileT));
+  // select_path (h16_sizes_fit) keeps tiles and fills below 2^31 and L below 2^31 - G::kTileT
+  const int tiles_per_row = static_cast<int>(ceil_div(L, G::kTileT));
   const int my_tiles = (static_cast<int>(p.B) * tiles_per_row - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
   // What the turns use rarely is worked out from p (kernel parameters, not
   // registers) where it is used: the register file is full (acc, acc1 and
   // the depthwise), and ptxas would spill it otherwise.
   auto fills = [&p] {  // ring fills of the CTA: 2 per chunk of each of its tiles
-    const int tiles = static_cast<int>(p.B * ceil_div(p.L, kTileT));
+    const int tiles = static_cast<int>(p.B * ceil_div(p.L, G::kTileT));
     return 2 * static_cast<int>(chunks(p.E)) * ((tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x);
   };
-  auto taps = [&p] { return p.workspace + taps_offset_floats(p.E); };
+  auto taps = [&p] { return p.workspace + G::taps_offset_floats(p.E); };
   auto x_row = [&p](int b) { return in_ptr<In>(p.x) + static_cast<int64_t>(b) * p.C * p.L; };
   // 16-byte rows for x^T's loads, 4-byte pairs for the residual and y
   auto vec = [&p] { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; };
@@ -3304,20 +3350,20 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   };
 
   auto issue_fill = [&](int f) {
-    const int slot = f % kSlots;
+    const int slot = f % G::kSlots;
     const int chunk = f / 2 % static_cast<int>(chunks(p.E));
-    bulk_load(ring + slot * kSlotBytes,
+    bulk_load(ring + slot * G::kSlotBytes,
               reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(p.workspace) +
-                                             static_cast<size_t>(2 * chunk + f % 2) * kSlotBytes),
-              kSlotBytes, full + slot * sizeof(uint64_t));
+                                             static_cast<size_t>(2 * chunk + f % 2) * G::kSlotBytes),
+              G::kSlotBytes, full + slot * sizeof(uint64_t));
   };
-  auto slot_of = [&](int f) { return ring + f % kSlots * kSlotBytes; };
-  auto wait_full = [&](int f) { mbar_wait(full + f % kSlots * sizeof(uint64_t), f / kSlots % 2); };
+  auto slot_of = [&](int f) { return ring + f % G::kSlots * G::kSlotBytes; };
+  auto wait_full = [&](int f) { mbar_wait(full + f % G::kSlots * sizeof(uint64_t), f / G::kSlots % 2); };
 
-  for (uint32_t i = t * sizeof(uint4); i < kValidBytes; i += kWarpgroupThreads * sizeof(uint4))
+  for (uint32_t i = t * sizeof(uint4); i < G::kValidBytes; i += kWarpgroupThreads * sizeof(uint4))
     *reinterpret_cast<uint4*>(valid + i) = make_uint4(0, 0, 0, 0);  // channels 1..15 stay 0
   if (tid == 0) {
-    for (int s = 0; s < kSlots; ++s) {
+    for (int s = 0; s < G::kSlots; ++s) {
       mbar_init(full + s * sizeof(uint64_t), 1);
       mbar_init(empty + s * sizeof(uint64_t), kGroups);
     }
@@ -3325,23 +3371,23 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   }
   __syncthreads();
   if (tid == 0)
-    for (int f = 0; f < kSlots && f < fills(); ++f) issue_fill(f);
+    for (int f = 0; f < G::kSlots && f < fills(); ++f) issue_fill(f);
 
   auto tile_at = [&](int it, int& b, int& pw0) {
     const int tile = blockIdx.x + it * gridDim.x;
     b = tile / tiles_per_row;
-    pw0 = tile % tiles_per_row * kTileT + grp * kGroupT;
+    pw0 = tile % tiles_per_row * G::kTileT + grp * G::kGroupT;
   };
   int b, pw0;
   if (my_tiles > 0) {
     tile_at(0, b, pw0);
-    stage_x<In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
+    stage_x<G, In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
     fence_proxy_async();
   }
   if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
 
-  float acc[kMaxKBlocks][kGroupT / 2];  // GEMM2's first wgmma of a tile overwrites it
-  float acc1[kCols / 2];                 // each GEMM1's first wgmma overwrites it
+  float acc[G::kKBlocks][G::kGroupT / 2];  // GEMM2's first wgmma of a tile overwrites it
+  float acc1[G::kCols / 2];                 // each GEMM1's first wgmma overwrites it
   int n = 0;  // chunks of the CTA's sequence whose GEMM1 has been issued
   // One turn on the tensor cores: GEMM2 of chunk n - 1 (kG2) and GEMM1 of
   // chunk n (kG1), then the slots they read released. Straight-line wgmmas
@@ -3368,7 +3414,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 #pragma unroll
       for (int ks = 0; ks < kEChunk / kKStep; ++ks) {
 #pragma unroll
-        for (int mb = 0; mb < kMaxKBlocks; ++mb) {
+        for (int mb = 0; mb < G::kKBlocks; ++mb) {
           const uint64_t da = a + desc_units(mb * kW1BlockBytes + ks * kKStep * 2), db = b + desc_units(ks * kKStep * 2);
           if (kFirst && ks == 0)
             wgmma16<In, false>(acc[mb], da, db);
@@ -3381,10 +3427,10 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       const uint64_t a = sw128_desc(slot_of(2 * n)), b = sw128_desc(xt);
       constexpr int kBlockSteps = kKBlock / kKStep;  // k16 steps per 128-byte row
 #pragma unroll
-      for (int ks = 0; ks < kMaxKBlocks * kBlockSteps; ++ks) {
+      for (int ks = 0; ks < G::kKBlocks * kBlockSteps; ++ks) {
         const uint32_t step = ks % kBlockSteps * kKStep * 2;
         const uint64_t da = a + desc_units(ks / kBlockSteps * kW1BlockBytes + step);
-        const uint64_t db = b + desc_units(ks / kBlockSteps * kXtBlockBytes + step);
+        const uint64_t db = b + desc_units(ks / kBlockSteps * G::kXtBlockBytes + step);
         if (ks == 0)
           wgmma16<In, false>(acc1, da, db);
         else
@@ -3397,17 +3443,17 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     tail();
     wgmma_wait<0>();
 #pragma unroll
-    for (int mb = 0; mb < kMaxKBlocks; ++mb) fence_operands(acc[mb]);
+    for (int mb = 0; mb < G::kKBlocks; ++mb) fence_operands(acc[mb]);
     fence_operands(acc1);
     // the slots this turn read are free; warpgroup 1 (whose turn comes
     // second) refills them once both have said so
     const int f0 = kG2 ? 2 * n - 1 : 2 * n, f1 = kG1 ? 2 * n : 2 * n - 1;
     if (t == 0) {
-      for (int f = f0; f <= f1; ++f) mbar_arrive(empty + f % kSlots * sizeof(uint64_t));
+      for (int f = f0; f <= f1; ++f) mbar_arrive(empty + f % G::kSlots * sizeof(uint64_t));
       if (grp == 1) {
         for (int f = f0; f <= f1; ++f) {
-          mbar_wait(empty + f % kSlots * sizeof(uint64_t), f / kSlots % 2);
-          if (f + kSlots < fills()) issue_fill(f + kSlots);
+          mbar_wait(empty + f % G::kSlots * sizeof(uint64_t), f / G::kSlots % 2);
+          if (f + G::kSlots < fills()) issue_fill(f + G::kSlots);
         }
       }
     }
@@ -3419,14 +3465,14 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   for (int it = 0; it < my_tiles; ++it) {
     const bool last_tile = it + 1 == my_tiles;
     auto depthwise = [&](int c) {
-      depthwise_h3<In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
+      depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
       ++n;
     };
     turn(false_type{}, true_type{}, false_type{}, true, [&] {
       if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
         int nb, npw0;
         tile_at(it + 1, nb, npw0);
-        prefetch_x<In>(x_row(nb), C, L, npw0, t);
+        prefetch_x<G, In>(x_row(nb), C, L, npw0, t);
       }
     });
     depthwise(0);
@@ -3444,7 +3490,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       if (!last_tile) {
         int nb, npw0;
         tile_at(it + 1, nb, npw0);
-        stage_x<In>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, vec(), t);
+        stage_x<G, In>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, vec(), t);
         fence_proxy_async();
       }
     };
@@ -3452,7 +3498,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       turn(true_type{}, false_type{}, true_type{}, hand_on, stage_next);
     else
       turn(true_type{}, false_type{}, false_type{}, hand_on, stage_next);
-    store_y<In>(acc, p, C, L, b, pw0, pairs(), warp, lane);
+    store_y<G, In>(acc, p, C, L, b, pw0, pairs(), warp, lane);
     if (!last_tile) tile_at(it + 1, b, pw0);
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -3572,11 +3618,29 @@ bool h16_enabled() {
   return v != nullptr && v[0] == '1' && v[1] == '\0';
 }
 
+#if defined(FUSED_DWSEP_SM90A)
+// f(tile) for the 16-bit kernel's tile that serves C: Tile128 up to C = 256,
+// Tile64 beyond (h16_serves checks that C fits it).
+template <class F>
+auto with_h16_tile(int64_t C, F f) {
+  return C <= wg::h16::Tile128::kCMax ? f(wg::h16::Tile128{}) : f(wg::h16::Tile64{});
+}
+// f(tile, Type<In>) for the 16-bit kernel that serves p (bf16 or fp16).
+template <class F>
+auto with_h16_kernel(const Params& p, F f) {
+  return with_h16_tile(p.C, [&](auto tile) {
+    return p.dtype == DType::kFloat16 ? f(tile, Type<__half>{}) : f(tile, Type<__nv_bfloat16>{});
+  });
+}
+#endif
+
 // The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
 bool h16_serves(const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
-  return h16_enabled() && p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::kCMax &&
-         wgmma_built_for(device) && static_cast<size_t>(device_smem_optin(device)) >= wg::h16::kSmemBytes;
+  return h16_enabled() && p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::Tile64::kCMax &&
+         wgmma_built_for(device) &&
+         static_cast<size_t>(device_smem_optin(device)) >=
+             with_h16_tile(p.C, [](auto tile) { return static_cast<size_t>(decltype(tile)::kSmemBytes); });
 #else
   (void)p;
   (void)device;
@@ -3587,8 +3651,8 @@ bool h16_serves(const Params& p, int device) {
 // The 16-bit kernel counts positions, tiles and ring fills in 32 bits.
 bool h16_sizes_fit(const Params& p) {
 #if defined(FUSED_DWSEP_SM90A)
-  using namespace wg::h16;
-  return p.L <= INT32_MAX - kTileT && p.B * ceil_div(p.L, kTileT) * 2 * chunks(p.E) <= INT32_MAX;
+  const int64_t t = with_h16_tile(p.C, [](auto tile) { return int64_t{decltype(tile)::kTileT}; });
+  return p.L <= INT32_MAX - t && p.B * ceil_div(p.L, t) * 2 * wg::h16::chunks(p.E) <= INT32_MAX;
 #else
   (void)p;
   return false;
@@ -3648,12 +3712,12 @@ TcLaunch tc_launch(const Params& p) {
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
-  if (path == Path::kWgmma16) {
-    using namespace wg::h16;
-    return p.dtype == DType::kFloat16
-               ? TcLaunch{fused_dwsep_h16_kernel<__half>, kSmemBytes, kTileT, kCMax}
-               : TcLaunch{fused_dwsep_h16_kernel<__nv_bfloat16>, kSmemBytes, kTileT, kCMax};
-  }
+  if (path == Path::kWgmma16)
+    return with_h16_kernel(p, [](auto tile, auto in) {
+      using G = decltype(tile);
+      return TcLaunch{wg::h16::fused_dwsep_h16_kernel<G, typename decltype(in)::type>, G::kSmemBytes, G::kTileT,
+                      G::kCMax};
+    });
   if (path == Path::kWgmma)
     return with_wg_kernel(p, [](auto tile, auto exact, auto in) {
       using W = decltype(tile);
@@ -3681,7 +3745,8 @@ size_t workspace_floats(const Params& p, int device) {
   const Path path = select_other_path(p, device);
   size_t h16_floats = 0;
 #if defined(FUSED_DWSEP_SM90A)
-  if (h16_serves(p, device)) h16_floats = static_cast<size_t>(wg::h16::workspace_floats(p.E));
+  if (h16_serves(p, device))
+    h16_floats = with_h16_tile(p.C, [&](auto tile) { return static_cast<size_t>(decltype(tile)::workspace_floats(p.E)); });
 #endif
   if (path == Path::kNone) return h16_floats;
   const TcLaunch tl = tc_launch(path, p, device);
@@ -3712,10 +3777,10 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   constexpr int kPackBlocks = 512;
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma16) {
-    if (p.dtype == DType::kFloat16)
-      wg::h16::pack_kernel<__half><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
-    else
-      wg::h16::pack_kernel<__nv_bfloat16><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+    with_h16_kernel(p, [&](auto tile, auto in) {
+      wg::h16::pack_kernel<decltype(tile), typename decltype(in)::type><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+      return 0;
+    });
   } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
     const bool packed = with_wg_kernel(p, [&](auto tile, auto exact, auto in) {
       using W = decltype(tile);

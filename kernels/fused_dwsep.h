@@ -37,7 +37,7 @@ enum class Path : int {
   kTensorCore = 0,      // mma.sync fused kernel, 128-position tiles: C <= 256, K <= 9, sm_80+
   kTensorCoreWide = 1,  // mma.sync fused kernel, 64-position tiles: 256 < C <= 512, K <= 9, sm_80+
   kWgmma = 2,           // wgmma kernel on sm_90 (built as sm_90a): C <= 384 (T = 128 to 256, then 64), exact mode C <= 256
-  kWgmma16 = 3,         // bf16 / fp16 wgmma kernel on sm_90 (built as sm_90a): C <= 256, K <= 9
+  kWgmma16 = 3,         // bf16 / fp16 wgmma kernel on sm_90 (built as sm_90a): C <= 384 (T = 128, then 64), K <= 9
   kNone = 4,            // no kernel here serves the shape (the caller runs PyTorch's own)
 };
 
