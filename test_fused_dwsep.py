@@ -33,7 +33,7 @@ GRAD_ATOL = GRAD_RTOL = 1e-3  # gradients go through one more TF32 GEMM chain
 TF32_NOISE = 5e-4
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
 # The 16-bit kernel (bf16 / fp16 operands) is opt-in until measured on an H200:
-# FUSED_DWSEP_WGMMA16=1 (kernels/NOTES.md, v28).
+# FUSED_DWSEP_WGMMA16=1 at import builds and selects it (kernels/NOTES.md, v28).
 WGMMA16 = os.environ.get("FUSED_DWSEP_WGMMA16") == "1"
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

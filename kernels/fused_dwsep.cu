@@ -53,7 +53,10 @@
 
 #include <cfloat>
 #include <cstdint>
-#include <cstdlib>
+
+#if defined(FUSED_DWSEP_WGMMA16) && !defined(FUSED_DWSEP_SM90A)
+#error "FUSED_DWSEP_WGMMA16 (the 16-bit kernel) needs FUSED_DWSEP_SM90A (sm_90a)"
+#endif
 #include <type_traits>
 
 namespace fused_dwsep {
@@ -2947,14 +2950,17 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 }
 
 
+#if defined(FUSED_DWSEP_WGMMA16)  // opt-in until measured (see the launcher)
 // ---------------------------------------------------------------------------
-// The 16-bit kernel (bf16 / fp16, C <= 256, odd K <= 9, sm_90a)
+// The 16-bit kernel (bf16 / fp16, C <= 384, odd K <= 9, sm_90a)
 // ---------------------------------------------------------------------------
 // bf16 and fp16 operands on the tensor cores (half the bytes and twice the
 // rate of TF32), and the depthwise in registers instead of through shared
 // memory. A CTA (persistent: one per SM) walks tiles of kTileT = 128
 // positions; each of its two warpgroups owns 64 of them and all C output
-// channels, and streams E in chunks of 64 expanded channels:
+// channels, and streams E in chunks of 64 expanded channels (the figures
+// below are Tile128's, C <= 256; Tile64, for C <= 384, has 32 positions a
+// warpgroup, 40 columns, lanes of 10 positions and m64n40 / m64n32 wgmmas):
 //   GEMM1  h1 [64 e x 72 cols] = W1 chunk [64 x C] . x^T [72 x C]^T   (m64n72k16)
 //   depthwise + GELU on h1 in GEMM1's accumulators (below)
 //   GEMM2  acc [C x 64 pos] += W2 chunk [C x 64] . h3^T [64 pos x 64]^T (m64n64k16)
@@ -2971,7 +2977,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 // chunk (chunk ^ row % 8), 8-row atoms of 1024 bytes: conflict-free for the
 // tensor cores, for x^T's 16-byte stores and for stmatrix. The weights are
 // packed once per call into that image (pack_kernel) and stream through a
-// ring of kSlots 32 KB slots by bulk copies (fill 2n: W1 of chunk n of the
+// ring of kSlots slots (32 KB at C = 256) by bulk copies (fill 2n: W1 of chunk n of the
 // CTA's sequence, fill 2n + 1: W2 of it). The two warpgroups take turns on
 // the tensor cores (one issues its GEMM2 of the previous chunk and GEMM1 of
 // this one while the other runs its depthwise), handing a token over by named
@@ -3505,6 +3511,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 }
 
 }  // namespace h16
+#endif  // FUSED_DWSEP_WGMMA16
 
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
@@ -3609,16 +3616,13 @@ auto with_wg_kernel(const Params& p, F f) {
 
 namespace {
 
-// The 16-bit kernel is built but taken only where FUSED_DWSEP_WGMMA16=1 is
-// set (read at each path choice): it has not yet been run on an H200, and
-// until its tests and timings have, bf16 and fp16 keep the measured TF32
-// kernels (kernels/NOTES.md, v28).
-bool h16_enabled() {
-  const char* v = std::getenv("FUSED_DWSEP_WGMMA16");
-  return v != nullptr && v[0] == '1' && v[1] == '\0';
-}
-
-#if defined(FUSED_DWSEP_SM90A)
+// The 16-bit kernel is instantiated (and taken) only in builds with
+// FUSED_DWSEP_WGMMA16 defined (fused_dwsep.py adds it, beside
+// FUSED_DWSEP_SM90A, where the environment has FUSED_DWSEP_WGMMA16=1): it has
+// not yet run on an H200, and until its tests and timings have, bf16 and
+// fp16 keep the measured TF32 kernels and the default build does not pay
+// its compile time (kernels/NOTES.md, v28).
+#if defined(FUSED_DWSEP_WGMMA16)
 // f(tile) for the 16-bit kernel's tile that serves C: Tile128 up to C = 256,
 // Tile64 beyond (h16_serves checks that C fits it).
 template <class F>
@@ -3636,8 +3640,8 @@ auto with_h16_kernel(const Params& p, F f) {
 
 // The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
 bool h16_serves(const Params& p, int device) {
-#if defined(FUSED_DWSEP_SM90A)
-  return h16_enabled() && p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::Tile64::kCMax &&
+#if defined(FUSED_DWSEP_WGMMA16)
+  return p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::Tile64::kCMax &&
          wgmma_built_for(device) &&
          static_cast<size_t>(device_smem_optin(device)) >=
              with_h16_tile(p.C, [](auto tile) { return static_cast<size_t>(decltype(tile)::kSmemBytes); });
@@ -3650,7 +3654,7 @@ bool h16_serves(const Params& p, int device) {
 
 // The 16-bit kernel counts positions, tiles and ring fills in 32 bits.
 bool h16_sizes_fit(const Params& p) {
-#if defined(FUSED_DWSEP_SM90A)
+#if defined(FUSED_DWSEP_WGMMA16)
   const int64_t t = with_h16_tile(p.C, [](auto tile) { return int64_t{decltype(tile)::kTileT}; });
   return p.L <= INT32_MAX - t && p.B * ceil_div(p.L, t) * 2 * wg::h16::chunks(p.E) <= INT32_MAX;
 #else
@@ -3711,13 +3715,15 @@ TcLaunch tc_launch(const Params& p) {
 // length choose_c256_tile picks, kTensorCoreWide the smallest wide tiling
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
-#if defined(FUSED_DWSEP_SM90A)
+#if defined(FUSED_DWSEP_WGMMA16)
   if (path == Path::kWgmma16)
     return with_h16_kernel(p, [](auto tile, auto in) {
       using G = decltype(tile);
       return TcLaunch{wg::h16::fused_dwsep_h16_kernel<G, typename decltype(in)::type>, G::kSmemBytes, G::kTileT,
                       G::kCMax};
     });
+#endif
+#if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma)
     return with_wg_kernel(p, [](auto tile, auto exact, auto in) {
       using W = decltype(tile);
@@ -3744,7 +3750,7 @@ size_t workspace_floats(const Params& p, int device) {
   // the call elsewhere, the other path's: whichever is larger)
   const Path path = select_other_path(p, device);
   size_t h16_floats = 0;
-#if defined(FUSED_DWSEP_SM90A)
+#if defined(FUSED_DWSEP_WGMMA16)
   if (h16_serves(p, device))
     h16_floats = with_h16_tile(p.C, [&](auto tile) { return static_cast<size_t>(decltype(tile)::workspace_floats(p.E)); });
 #endif
@@ -3775,13 +3781,16 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const TcLaunch tl = tc_launch(path, p, device);
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
-#if defined(FUSED_DWSEP_SM90A)
+#if defined(FUSED_DWSEP_WGMMA16)
   if (path == Path::kWgmma16) {
     with_h16_kernel(p, [&](auto tile, auto in) {
       wg::h16::pack_kernel<decltype(tile), typename decltype(in)::type><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
       return 0;
     });
-  } else if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
+  } else
+#endif
+#if defined(FUSED_DWSEP_SM90A)
+  if (path == Path::kWgmma) {  // one CTA per ring fill or weight stage; the exact mode's maxima first
     const bool packed = with_wg_kernel(p, [&](auto tile, auto exact, auto in) {
       using W = decltype(tile);
       constexpr bool kExact = decltype(exact)::value;

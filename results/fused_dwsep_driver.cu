@@ -7,7 +7,7 @@
 //        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
 // -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32;
 // -DFUSED_DWSEP_DRIVER_BF16 x, the weights and y in bfloat16 (with
-// FUSED_DWSEP_WGMMA16=1 in the environment, on the 16-bit kernel).
+// -DFUSED_DWSEP_WGMMA16 too, on the 16-bit kernel).
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>
