@@ -3337,7 +3337,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   const int C = static_cast<int>(p.C);
   const int L = static_cast<int>(p.L);
   const int nc = static_cast<int>(chunks(p.E));
-  // select_path (h16_sizes_fit) keeps tiles and fills below 2^31 and L below 2^31 - G::kTileT
+  // select_path (h16_sizes_fit) keeps tiles and fills below 2^31 and L below 2^31 - kTileT
   const int tiles_per_row = static_cast<int>(ceil_div(L, G::kTileT));
   const int my_tiles = (static_cast<int>(p.B) * tiles_per_row - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
   // What the turns use rarely is worked out from p (kernel parameters, not
