@@ -53,11 +53,11 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(FUSED_DWSEP_WGMMA16) && !defined(FUSED_DWSEP_SM90A)
 #error "FUSED_DWSEP_WGMMA16 (the 16-bit kernel) needs FUSED_DWSEP_SM90A (sm_90a)"
 #endif
-#include <type_traits>
 
 namespace fused_dwsep {
 namespace {
@@ -1609,24 +1609,24 @@ __device__ __forceinline__ void wgmma16(float (&d)[16], uint64_t desc_a, uint64_
                ", p, 1, 1, 0;\n}\n"                                                                    \
                : ACC("+f")                                                                              \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
+#define FD_WGMMA16_RS_FORMS(N, REGS, ACC, OPS)                          \
+  if constexpr (std::is_same_v<In, __half>)                             \
+    FD_WGMMA16_RS(N, REGS, ACC, OPS, "f16");                            \
+  else                                                                  \
+    FD_WGMMA16_RS(N, REGS, ACC, OPS, "bf16")
 template <class In>
 __device__ __forceinline__ void wgmma16_rs(float (&d)[36], const uint32_t (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if constexpr (std::is_same_v<In, __half>)
-    FD_WGMMA16_RS(72, FD_REGS36, FD_ACC36, "{%36, %37, %38, %39}, %40", "f16");
-  else
-    FD_WGMMA16_RS(72, FD_REGS36, FD_ACC36, "{%36, %37, %38, %39}, %40", "bf16");
+  FD_WGMMA16_RS_FORMS(72, FD_REGS36, FD_ACC36, "{%36, %37, %38, %39}, %40");
 #endif
 }
 template <class In>
 __device__ __forceinline__ void wgmma16_rs(float (&d)[20], const uint32_t (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if constexpr (std::is_same_v<In, __half>)
-    FD_WGMMA16_RS(40, FD_REGS20, FD_ACC20, "{%20, %21, %22, %23}, %24", "f16");
-  else
-    FD_WGMMA16_RS(40, FD_REGS20, FD_ACC20, "{%20, %21, %22, %23}, %24", "bf16");
+  FD_WGMMA16_RS_FORMS(40, FD_REGS20, FD_ACC20, "{%20, %21, %22, %23}, %24");
 #endif
 }
+#undef FD_WGMMA16_RS_FORMS
 #undef FD_WGMMA16_RS
 #undef FD_ACC8
 #undef FD_ACC16
@@ -2993,8 +2993,9 @@ constexpr uint32_t kRowBytes = kKBlock * 2;   // 128
 constexpr uint32_t kAtomBytes = kCoreRows * kRowBytes;   // 1024: 8 rows
 constexpr uint32_t kChunkBytes = 16;          // a swizzled chunk: 8 channels
 constexpr uint32_t kW1BlockBytes = kEChunk * kRowBytes;  // 8192: 64 e x 64 channels (W2: 64 C rows x 64 e)
-constexpr int kTapRecord = 12;                // taps / 2 (9, centred), bd / 2, 2 unused: 3 float4
-constexpr int kTapBd = 9;
+using tc::kTapRecord;                         // pack_taps' records: taps / 2 (centred), bd / 2, 2 unused
+using tc::kTapBias;
+static_assert(kTapRecord == 12 && kTapBias == 9, "a record is 3 float4, the bias in the third's y");
 // GEMM1's bias step: h1 = W1 x + b1 v, v = 1 at positions in [0, L) and 0
 // outside (x is 0 there too), so the padding contributes 0, not b1, with no
 // masking in the depthwise. One more k16 wgmma a chunk: A = b1 in channel 0
@@ -3079,7 +3080,8 @@ __host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEC
 // wgmma descriptor of a K-major, 128-byte-swizzled operand starting at addr
 // (8-row groups 1024 bytes apart; the leading offset is unused there).
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{kAtomBytes >> 4} << 32) | (uint64_t{1} << 62);
+  constexpr uint64_t kSwizzle128 = uint64_t{1} << 62;  // layout type, bits 62-63
+  return smem_desc(addr, kChunkBytes, kAtomBytes) | kSwizzle128;
 }
 
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
@@ -3089,11 +3091,9 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 // Two fp32 values as one register of In (lo in the low half).
 template <class In>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<In, __half>) return f16x2(lo, hi);
   uint32_t r;
-  if constexpr (std::is_same_v<In, __half>)
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
 
@@ -3134,21 +3134,7 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
     }
     ws[i] = Elem<In>::from_float(v);
   }
-  // Tap records: taps and bias halved (gelu_from_half takes h2 / 2).
-  const In* const wd = in_ptr<In>(p.wd);
-  const In* const bd = in_ptr<In>(p.bd);
-  float* const taps = p.workspace + G::taps_offset_floats(E);
-  const int first_tap = kHalo - static_cast<int>(p.K / 2);
-  for (int64_t e = first; e < nc * kEChunk; e += stride) {
-    float* rec = taps + e * kTapRecord;
-    for (int s = 0; s < kTapRecord; ++s) {
-      const int k = s - first_tap;
-      float v = 0.0f;
-      if (e < E && s < kMaxK && k >= 0 && k < p.K) v = Elem<In>::to_float(wd[e * p.K + k]);
-      if (e < E && s == kTapBd) v = Elem<In>::to_float(bd[e]);
-      rec[s] = kTapScale * v;
-    }
-  }
+  pack_taps<In>(p, p.workspace + G::taps_offset_floats(E), nc * kEChunk);
 }
 
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
@@ -3246,7 +3232,7 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
     float v[G::kLaneCols];  // h1, with b1 and the padding (GEMM1's bias step)
 #pragma unroll
     for (int k = 0; k < G::kLaneCols; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
-    const float bias = r2.y;
+    const float bias = r2.y;  // slot kTapBias
     float lo[kHalo], hi[kHalo];  // the quad neighbours' last and first kHalo
 #pragma unroll
     for (int k = 0; k < kHalo; ++k) {
@@ -3339,14 +3325,16 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   const int nc = static_cast<int>(chunks(p.E));
   // select_path (h16_sizes_fit) keeps tiles and fills below 2^31 and L below 2^31 - kTileT
   const int tiles_per_row = static_cast<int>(ceil_div(L, G::kTileT));
-  const int my_tiles = (static_cast<int>(p.B) * tiles_per_row - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  // the CTA's tiles: blockIdx.x, + gridDim.x, ...
+  auto cta_tiles = [&p] {
+    const int tiles = static_cast<int>(p.B * ceil_div(p.L, G::kTileT));
+    return (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  };
+  const int my_tiles = cta_tiles();
   // What the turns use rarely is worked out from p (kernel parameters, not
   // registers) where it is used: the register file is full (acc, acc1 and
   // the depthwise), and ptxas would spill it otherwise.
-  auto fills = [&p] {  // ring fills of the CTA: 2 per chunk of each of its tiles
-    const int tiles = static_cast<int>(p.B * ceil_div(p.L, G::kTileT));
-    return 2 * static_cast<int>(chunks(p.E)) * ((tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x);
-  };
+  auto fills = [&] { return 2 * static_cast<int>(chunks(p.E)) * cta_tiles(); };  // 2 ring fills a chunk
   auto taps = [&p] { return p.workspace + G::taps_offset_floats(p.E); };
   auto x_row = [&p](int b) { return in_ptr<In>(p.x) + static_cast<int64_t>(b) * p.C * p.L; };
   // 16-byte rows for x^T's loads, 4-byte pairs for the residual and y
