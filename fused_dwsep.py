@@ -59,10 +59,6 @@ def _arch_flags() -> list[str]:
         flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
     if (9, 0) in caps:
         flags.append("-DFUSED_DWSEP_SM90A")
-        # The 16-bit kernel (bf16 / fp16 operands): built and taken only on
-        # request until it has been measured on an H200 (kernels/NOTES.md, v28).
-        if os.environ.get("FUSED_DWSEP_WGMMA16") == "1":
-            flags.append("-DFUSED_DWSEP_WGMMA16")
     return flags
 
 
@@ -494,9 +490,7 @@ def kernel_path(
 ) -> str:
     """What serves an input [batch, channels, length] of `dtype` on the
     current device under the current allow_tf32 flag: 'wgmma16' (Hopper,
-    bfloat16 and float16, C <= 384, K <= 9; only in a build made with the
-    environment variable FUSED_DWSEP_WGMMA16=1 set at import, until it has
-    been measured), 'wgmma' (Hopper: C <= 256
+    bfloat16 and float16, C <= 384, K <= 9), 'wgmma' (Hopper: C <= 256
     with enough positions to fill the GPU, float32 in every mode; TF32,
     bfloat16 and float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),
     'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused

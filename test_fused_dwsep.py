@@ -32,9 +32,6 @@ GRAD_ATOL = GRAD_RTOL = 1e-3  # gradients go through one more TF32 GEMM chain
 # against the TF32 contract itself, and at this bound against cuDNN.
 TF32_NOISE = 5e-4
 HEADLINE = dict(B=32, C=256, E=512, L=4096, K=9)
-# The 16-bit kernel (bf16 / fp16 operands) is opt-in until measured on an H200:
-# FUSED_DWSEP_WGMMA16=1 at import builds and selects it (kernels/NOTES.md, v28).
-WGMMA16 = os.environ.get("FUSED_DWSEP_WGMMA16") == "1"
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -643,10 +640,8 @@ def test_cuda_half(B, C, E, L, K, dtype):
     out, x, ref = run_half(B, C, E, L, K, dtype, seed=B + L)
     path = kernel_path(C, E, K, B, L, dtype)
     if torch.cuda.get_device_capability() == (9, 0) and K <= 9:
-        if C <= 384 and WGMMA16:
+        if C <= 384:
             assert path == "wgmma16", f"B={B} C={C} E={E} L={L} {dtype} should take the 16-bit kernel, took {path}"
-        elif C <= 384 and B * L >= 132 * 128:
-            assert path == "wgmma", f"B={B} C={C} E={E} L={L} {dtype} should take the wgmma kernel, took {path}"
     check_half(out, x, ref, f"B={B} C={C} E={E} L={L} K={K} {dtype} ({path})")
 
 
@@ -1001,8 +996,8 @@ def test_cuda_gate(tf32, monkeypatch):
     assert kernel_path(512, 64, 9) == "tensor_core_wide"
     assert kernel_path(513, 64, 9) == "pytorch"
     assert kernel_path(300, 64, 11) == "pytorch"
-    for dtype in (torch.bfloat16, torch.float16):  # the TF32 kernels, or (opt-in) their own up to C = 384, K = 9
-        half = "wgmma16" if hopper and WGMMA16 else None
+    for dtype in (torch.bfloat16, torch.float16):  # their own kernel on Hopper up to C = 384, K = 9
+        half = "wgmma16" if hopper else None
         assert kernel_path(256, 512, 9, dtype=dtype) == (half or ("wgmma" if hopper else "tensor_core"))
         assert kernel_path(3, 5, 1, 1, 1, dtype=dtype) == (half or "tensor_core")
         assert kernel_path(257, 100, 5, dtype=dtype) == (half or ("wgmma" if hopper else "tensor_core_wide"))

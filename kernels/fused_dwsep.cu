@@ -55,10 +55,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(FUSED_DWSEP_WGMMA16) && !defined(FUSED_DWSEP_SM90A)
-#error "FUSED_DWSEP_WGMMA16 (the 16-bit kernel) needs FUSED_DWSEP_SM90A (sm_90a)"
-#endif
-
 namespace fused_dwsep {
 namespace {
 
@@ -2950,7 +2946,6 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 }
 
 
-#if defined(FUSED_DWSEP_WGMMA16)  // opt-in until measured (see the launcher)
 // ---------------------------------------------------------------------------
 // The 16-bit kernel (bf16 / fp16, C <= 384, odd K <= 9, sm_90a)
 // ---------------------------------------------------------------------------
@@ -3499,7 +3494,6 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 }
 
 }  // namespace h16
-#endif  // FUSED_DWSEP_WGMMA16
 
 }  // namespace wg
 #endif  // FUSED_DWSEP_SM90A
@@ -3604,13 +3598,7 @@ auto with_wg_kernel(const Params& p, F f) {
 
 namespace {
 
-// The 16-bit kernel is instantiated (and taken) only in builds with
-// FUSED_DWSEP_WGMMA16 defined (fused_dwsep.py adds it, beside
-// FUSED_DWSEP_SM90A, where the environment has FUSED_DWSEP_WGMMA16=1): it has
-// not yet run on an H200, and until its tests and timings have, bf16 and
-// fp16 keep the measured TF32 kernels and the default build does not pay
-// its compile time (kernels/NOTES.md, v28).
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
 // f(tile) for the 16-bit kernel's tile that serves C: Tile128 up to C = 256,
 // Tile64 beyond (h16_serves checks that C fits it).
 template <class F>
@@ -3628,7 +3616,7 @@ auto with_h16_kernel(const Params& p, F f) {
 
 // The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
 bool h16_serves(const Params& p, int device) {
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
   return p.dtype != DType::kFloat32 && p.K <= tc::kMaxK && p.C <= wg::h16::Tile64::kCMax &&
          wgmma_built_for(device) &&
          static_cast<size_t>(device_smem_optin(device)) >=
@@ -3642,7 +3630,7 @@ bool h16_serves(const Params& p, int device) {
 
 // The 16-bit kernel counts positions, tiles and ring fills in 32 bits.
 bool h16_sizes_fit(const Params& p) {
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
   const int64_t t = with_h16_tile(p.C, [](auto tile) { return int64_t{decltype(tile)::kTileT}; });
   return p.L <= INT32_MAX - t && p.B * ceil_div(p.L, t) * 2 * wg::h16::chunks(p.E) <= INT32_MAX;
 #else
@@ -3703,7 +3691,7 @@ TcLaunch tc_launch(const Params& p) {
 // length choose_c256_tile picks, kTensorCoreWide the smallest wide tiling
 // that holds C.
 TcLaunch tc_launch(Path path, const Params& p, int device) {
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma16)
     return with_h16_kernel(p, [](auto tile, auto in) {
       using G = decltype(tile);
@@ -3738,7 +3726,7 @@ size_t workspace_floats(const Params& p, int device) {
   // the call elsewhere, the other path's: whichever is larger)
   const Path path = select_other_path(p, device);
   size_t h16_floats = 0;
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
   if (h16_serves(p, device))
     h16_floats = with_h16_tile(p.C, [&](auto tile) { return static_cast<size_t>(decltype(tile)::workspace_floats(p.E)); });
 #endif
@@ -3769,7 +3757,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
   const TcLaunch tl = tc_launch(path, p, device);
   // Packing: ~1 MB of weights, a few hundred CTAs is plenty.
   constexpr int kPackBlocks = 512;
-#if defined(FUSED_DWSEP_WGMMA16)
+#if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma16) {
     with_h16_kernel(p, [&](auto tile, auto in) {
       wg::h16::pack_kernel<decltype(tile), typename decltype(in)::type><<<kPackBlocks, kPackThreads, 0, stream>>>(p);

@@ -6,8 +6,8 @@
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -O3 -std=c++17 \
 //        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
 // -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32;
-// -DFUSED_DWSEP_DRIVER_BF16 x, the weights and y in bfloat16 (with
-// -DFUSED_DWSEP_WGMMA16 too, on the 16-bit kernel).
+// -DFUSED_DWSEP_DRIVER_BF16 x, the weights and y in bfloat16 (the 16-bit
+// kernel where it serves the shape).
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>

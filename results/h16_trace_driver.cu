@@ -4,7 +4,7 @@
 // FD_V_SPLIT, FD_V_ONEDW, FD_V_HLOOP; kernels/NOTES.md, v28 on a GPU):
 //   mkdir -p ab/p && cp kernels/fused_dwsep.cu kernels/fused_dwsep.h ab/p &&
 //   (cd ab/p && patch -s fused_dwsep.cu < ../../results/h16_probes.patch) &&
-//   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_WGMMA16 \
+//   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A \
 //        -DFUSED_DWSEP_DRIVER_BF16 -DFD_H16_TRACE -O3 -std=c++17 -Iab/p -o trace results/h16_trace_driver.cu &&
 //   ./trace 3 [B L [C E]]
 #define main driver_main
