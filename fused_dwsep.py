@@ -491,8 +491,9 @@ def kernel_path(
     """What serves an input [batch, channels, length] of `dtype` on the
     current device under the current allow_tf32 flag: 'wgmma16' (Hopper,
     bfloat16 and float16, C <= 384, K <= 9), 'wgmma' (Hopper: C <= 256
-    with enough positions to fill the GPU, float32 in every mode; TF32,
-    bfloat16 and float16 also 256 < C <= 384), 'tensor_core' (mma.sync, C <= 256),
+    with enough positions to fill the GPU, float32 in every mode; TF32 also
+    256 < C <= 384; bfloat16 and float16 only for inputs too large for the
+    16-bit kernel's 32-bit counters), 'tensor_core' (mma.sync, C <= 256),
     'tensor_core_wide' (mma.sync, 256 < C <= 512) or 'pytorch' (no fused
     kernel: PyTorch's own convolutions, as the reference runs them); 'cpu'
     without CUDA. Without both batch and length: for an input long enough to
