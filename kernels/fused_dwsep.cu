@@ -3000,6 +3000,7 @@ static_assert(kTapRecord == 12 && kTapBias == 9, "a record is 3 float4, the bias
 constexpr uint32_t kValidCoreK = kCoreRows * kChunkBytes;       // 128
 constexpr uint32_t kValidRowGroup = 2 * kValidCoreK;            // 256
 constexpr int kTurnBarrier = 1;               // named barriers 1, 2: "your turn on the tensor cores"
+constexpr int kGroupSync = 3;                 // named barriers 3, 4: a warpgroup's own 128 threads
 
 // Byte offset of (row, channel k) in a swizzled block of 128-byte rows.
 __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
@@ -3260,46 +3261,116 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
   fence_proxy_async();  // read by GEMM2 after the next turn barrier
 }
 
-// y = acc + b2 + x for the warpgroup's 64 positions: thread (warp, g, q) holds
-// rows 64m + 16 warp + g + 8h, positions pw0 + 8j + 2q + b.
+// Two values of In in one register (lo in the low half), as fp32 (exact).
+template <class In>
+__device__ __forceinline__ float2 unpack2(uint32_t r) {
+  if constexpr (std::is_same_v<In, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&r));
+  return make_float2(__uint_as_float(r << 16), __uint_as_float(r & 0xffff0000u));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// y = acc + b2 + x for the warpgroup's kGroupT positions, with x from x^T
+// (this tile's x, exact; the last GEMM1 is done with it): thread (warp, g, q)
+// holds channels 64 mb + 16 warp + 8 h + g, positions 8 j + 2 q + b.
+// 1. In the accumulators' layout: ldmatrix .trans reads x^T's 8 x 8 blocks
+//    (8 positions x 8 channels) straight into it, y is rounded once and
+//    stmatrix .trans writes it back to the same addresses.
+// 2. After the warpgroup's barrier, y^T leaves x^T by 8 channels x 8
+//    positions: eight 16-byte rows, transposed in registers, eight 16-byte
+//    stores (narrower where a row of y is not 16-byte aligned).
+// A compact loop instead of 64 loads of x from L2 a thread and ~4k
+// instructions of unrolled stores, which cost a quarter of the kernel's
+// warp samples in instruction fetch and L2 waits (kernels/NOTES.md, v29).
+// Ends with a barrier: x^T is free for the next tile's x.
 template <class G, class In>
-__device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, int C,
-                                        int L, int b, int pw0, bool pairs, int warp, int lane) {
-  const int g = lane / kQuad, q = lane % kQuad;
-  const In* const x = in_ptr<In>(p.x) + static_cast<int64_t>(b) * C * L;
-  In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
+__device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
+                                        uint8_t* xt_ptr, uint32_t xt, int C, int L, int b, int pw0, int grp,
+                                        int warp, int t) {
+  // lane_id(): the ldmatrix addresses below depend on the lane only; worked
+  // out here each tile, not hoisted out of the tile loop into registers the
+  // main loop needs
+  const int lane = lane_id(), g = lane / kQuad;
   const In* const b2 = in_ptr<In>(p.b2);
+  // ldmatrix / stmatrix x4: lane 8m + i gives row i of matrix m, matrix m
+  // the n8 tile j + m / 2 of row half m % 2
+  const int i = lane % 8, m = lane / 8;
 #pragma unroll
   for (int mb = 0; mb < G::kKBlocks; ++mb) {
+    float bias[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = mb * kWgmmaM + warp * kMmaM + g + 8 * h;
-      if (c >= C) continue;
-      const float bias = Elem<In>::to_float(b2[c]);
-      const In* xr = x + static_cast<int64_t>(c) * L;
-      In* yr = y + static_cast<int64_t>(c) * L;
-      uint32_t res[G::kPosTiles];
+      const int c = mb * kWgmmaM + warp * kMmaM + 8 * h + g;
+      bias[h] = c < C ? Elem<In>::to_float(b2[c]) : 0.0f;
+    }
 #pragma unroll
-      for (int j = 0; j < G::kPosTiles; ++j) {
-        const int pos = pw0 + j * kMmaN + 2 * q;
-        if (pairs && pos + 1 < L) res[j] = __ldg(reinterpret_cast<const unsigned int*>(xr + pos));
+    for (int j = 0; j < G::kPosTiles; j += 2) {
+      const int row = G::column_of(kMmaN * (j + m / 2) + i);
+      const uint32_t addr =
+          xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ (row % 8)) * kChunkBytes);
+      uint32_t r[4], out[4];
+      ldmatrix_x4_trans(addr, r);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int jj = j + k / 2, h = k % 2;
+        const float2 xv = unpack2<In>(r[k]);
+        out[k] = pack2<In>(acc[mb][4 * jj + 2 * h] + bias[h] + xv.x, acc[mb][4 * jj + 2 * h + 1] + bias[h] + xv.y);
       }
+      stmatrix_x4_trans(addr, out[0], out[1], out[2], out[3]);
+    }
+  }
+  named_sync<kGroupSync>(grp, kWarpgroupThreads);  // y^T complete in x^T
+  In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
+  constexpr int kYOctets = G::kGroupT / 8;  // 8-position pieces of a channel's row
+  const int items = kYOctets * ((C + 7) / 8);  // (octet, 8 channels)
+#pragma unroll 1
+  for (int item = t; item < items; item += kWarpgroupThreads) {
+    const int oct = item % kYOctets, cg = item / kYOctets, p0 = pw0 + 8 * oct;
+    if (p0 >= L) continue;
+    uint32_t v[8][4];  // positions p0 + k, channels cg * 8 + 0..7 (two a word)
 #pragma unroll
-      for (int j = 0; j < G::kPosTiles; ++j) {
-        const int pos = pw0 + j * kMmaN + 2 * q;
-        const float a0 = acc[mb][4 * j + 2 * h] + bias, a1 = acc[mb][4 * j + 2 * h + 1] + bias;
-        if (pairs && pos + 1 < L) {
-          In r[2];
-          *reinterpret_cast<uint32_t*>(r) = res[j];
-          const float2 o = make_float2(a0 + Elem<In>::to_float(r[0]), a1 + Elem<In>::to_float(r[1]));
-          __stcs(reinterpret_cast<unsigned int*>(yr + pos), pack2<In>(o.x, o.y));
-        } else {
-          if (pos < L) stcs1(yr + pos, a0 + ldg_f(xr + pos));
-          if (pos + 1 < L) stcs1(yr + pos + 1, a1 + ldg_f(xr + pos + 1));
+    for (int k = 0; k < 8; ++k) {
+      const uint4 u = *reinterpret_cast<const uint4*>(xt_ptr + (cg / 8) * G::kXtBlockBytes +
+                                                       swizzled(G::column_of(8 * oct + k), (cg % 8) * 8));
+      v[k][0] = u.x, v[k][1] = u.y, v[k][2] = u.z, v[k][3] = u.w;
+    }
+#pragma unroll
+    for (int ch = 0; ch < 8; ++ch) {
+      const int c = cg * 8 + ch;
+      if (c >= C) continue;
+      const uint32_t sel = ch % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
+      uint32_t w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[k] = __byte_perm(v[2 * k][ch / 2], v[2 * k + 1][ch / 2], sel);
+      // the widest stores the row's address allows (rows of any L start
+      // anywhere): 16 bytes, else pairs, else single values
+      In* const yr = y + static_cast<int64_t>(c) * L + p0;
+      const uintptr_t a = reinterpret_cast<uintptr_t>(yr);
+      if (p0 + 8 <= L && a % sizeof(uint4) == 0) {
+        __stcs(reinterpret_cast<uint4*>(yr), make_uint4(w[0], w[1], w[2], w[3]));
+      } else if (a % sizeof(uint32_t) == 0) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (p0 + 2 * k + 1 < L)
+            __stcs(reinterpret_cast<unsigned int*>(yr + 2 * k), w[k]);
+          else if (p0 + 2 * k < L)
+            __stcs(reinterpret_cast<unsigned short*>(yr + 2 * k), static_cast<unsigned short>(w[k] & 0xffffu));
         }
+      } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          if (p0 + k < L)
+            __stcs(reinterpret_cast<unsigned short*>(yr + k),
+                   static_cast<unsigned short>(k % 2 ? w[k / 2] >> 16 : w[k / 2] & 0xffffu));
       }
     }
   }
+  named_sync<kGroupSync>(grp, kWarpgroupThreads);  // x^T read: free for the next tile's x
 }
 
 template <class G, class In>
@@ -3332,11 +3403,8 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   auto fills = [&] { return 2 * static_cast<int>(chunks(p.E)) * cta_tiles(); };  // 2 ring fills a chunk
   auto taps = [&p] { return p.workspace + G::taps_offset_floats(p.E); };
   auto x_row = [&p](int b) { return in_ptr<In>(p.x) + static_cast<int64_t>(b) * p.C * p.L; };
-  // 16-byte rows for x^T's loads, 4-byte pairs for the residual and y
+  // 16-byte rows of x for x^T's loads
   auto vec = [&p] { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; };
-  auto pairs = [&p] {
-    return p.L % 2 == 0 && reinterpret_cast<uintptr_t>(p.x) % 4 == 0 && reinterpret_cast<uintptr_t>(p.y) % 4 == 0;
-  };
 
   auto issue_fill = [&](int f) {
     const int slot = f % G::kSlots;
@@ -3472,23 +3540,19 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
         turn(true_type{}, true_type{}, false_type{}, true, nothing);
       depthwise(c);
     }
-    // the tile's last turn: GEMM2 only; x^T is free (the last GEMM1 is
-    // done), so the next tile's x is staged while it runs
+    // the tile's last turn: GEMM2 only; then y by way of x^T (whose x, the
+    // last GEMM1 done, is the residual), then the next tile's x over it
     const bool hand_on = !(grp == 1 && last_tile);
-    auto stage_next = [&] {
-      if (!last_tile) {
-        int nb, npw0;
-        tile_at(it + 1, nb, npw0);
-        stage_x<G, In>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, vec(), t);
-        fence_proxy_async();
-      }
-    };
     if (nc == 1)
-      turn(true_type{}, false_type{}, true_type{}, hand_on, stage_next);
+      turn(true_type{}, false_type{}, true_type{}, hand_on, nothing);
     else
-      turn(true_type{}, false_type{}, false_type{}, hand_on, stage_next);
-    store_y<G, In>(acc, p, C, L, b, pw0, pairs(), warp, lane);
-    if (!last_tile) tile_at(it + 1, b, pw0);
+      turn(true_type{}, false_type{}, false_type{}, hand_on, nothing);
+    store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
+    if (!last_tile) {
+      tile_at(it + 1, b, pw0);
+      stage_x<G, In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
+      fence_proxy_async();
+    }
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
