@@ -199,6 +199,16 @@ __device__ __forceinline__ void stcs1(In* p, float a) {
 // ptxas evaluated the GELUs one after another; without it, it interleaves
 // them (kernels/NOTES.md, v10).
 constexpr float kGeluHalfMax = 2.82842712474619009760f;  // 2 sqrt(2): u = 4
+// (w + |w|) - a erfc(u) with erfc(u) = 2^p: the GELUs' common end.
+__device__ __forceinline__ float gelu_finish(float w, float a, float p) {
+  // MUFU.EX2; P >= -27, far from ex2's flush to zero below 2^-126.
+  float erfc_u;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(erfc_u) : "f"(p));
+  // w + |w| is max(v, 0) exactly (w = v / 2 exactly: the halving is a power
+  // of two), except NaN for v = -inf: gelu(-inf) = -inf * 0 = NaN and
+  // gelu(+inf) = +inf, as PyTorch's; a NaN v propagates.
+  return fmaf(-a, erfc_u, w + fabsf(w));
+}
 __device__ __forceinline__ float gelu_from_half(float w) {
   const float a = fminf(fabsf(w), kGeluHalfMax);  // a NaN w gives kGeluHalfMax here
   float p = -1.624368269e-05f;
@@ -212,13 +222,25 @@ __device__ __forceinline__ float gelu_from_half(float w) {
   p = fmaf(p, a, -1.836595178e+00f);
   p = fmaf(p, a, -2.302228689e+00f);
   p = fmaf(p, a, 2.319477801e-07f);
-  // MUFU.EX2; P >= -27, far from ex2's flush to zero below 2^-126.
-  float erfc_u;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(erfc_u) : "f"(p));
-  // w + |w| is max(v, 0) exactly (w = v / 2 exactly: the halving is a power
-  // of two), except NaN for v = -inf: gelu(-inf) = -inf * 0 = NaN and
-  // gelu(+inf) = +inf, as PyTorch's; a NaN v propagates.
-  return fmaf(-a, erfc_u, w + fabsf(w));
+  return gelu_finish(w, a, p);
+}
+// The 16-bit kernel's GELU: the same form with a degree-6 P (results/gelu_fit.py
+// 6), 4 FMAs fewer. Its error is ~500x the degree-10 form's in float32 ulps,
+// but the result is rounded to bf16 or fp16 next (h3): at most 0.064 of an
+// fp16 ulp and 0.008 of a bf16 ulp on [-4, 4) (0.016 / 0.002 mean), so h3
+// changes by at most one ulp, rarely. The depthwise and GELU are ~40% of
+// the kernel's issue slots; this measured -7% at the headline in bf16
+// (kernels/NOTES.md, v30).
+__device__ __forceinline__ float gelu16_from_half(float w) {
+  const float a = fminf(fabsf(w), kGeluHalfMax);
+  float p = 1.608879422e-03f;
+  p = fmaf(p, a, -2.065367438e-02f);
+  p = fmaf(p, a, 1.183937117e-01f);
+  p = fmaf(p, a, -4.139140248e-01f);
+  p = fmaf(p, a, -1.842396736e+00f);
+  p = fmaf(p, a, -2.300939798e+00f);
+  p = fmaf(p, a, -4.384846034e-05f);
+  return gelu_finish(w, a, p);
 }
 
 // D += A * B for one m16n8k8 TF32 tile. Fragment ownership (g = lane / 4,
@@ -329,11 +351,13 @@ constexpr int kDwRowsPerWarp = kEChunk / kWarps;
 constexpr int kDwWindow = kVec + kMaxK - 1;
 static_assert(kDwRowsPerWarp * kWarps == kEChunk, "depthwise rows split evenly");
 static_assert(kDwWindow % kVec == 0, "windows are whole 16-byte loads");
-// Packed depthwise record per channel: kMaxK taps, bd, padding to 16 bytes.
+// Packed depthwise record per channel e: kMaxK taps, bd, the b1 of channel
+// e + kEChunk (the 16-bit kernel's, see pack_taps), padding to 16 bytes.
 constexpr int kTapBias = kMaxK;
+constexpr int kTapNextB1 = kTapBias + 1;
 constexpr int kTapRecord = 12;
-static_assert(kTapBias == kMaxK && kTapBias < kTapRecord && kTapRecord % kVec == 0,
-              "record holds the taps, then bias");
+static_assert(kTapBias == kMaxK && kTapNextB1 < kTapRecord && kTapRecord % kVec == 0,
+              "record holds the taps, then bias, then the next chunk's b1");
 
 // The tilings of the tensor-core kernel. The whole x tile (every input
 // channel, T positions plus the halo) lives in shared memory for GEMM1, so
@@ -460,7 +484,10 @@ __device__ __forceinline__ float a_frag_elem(const In* m, int64_t rows, int64_t 
 // rounded up to a chunk), grid-stride over the launch. Taps and bias are
 // stored halved: the depthwise then sums h2 / 2, which is what
 // gelu_from_half takes (it saves the GELU a multiply; a power of two, so
-// the sum is exactly half of the unscaled one, barring subnormals).
+// the sum is exactly half of the unscaled one, barring subnormals). Slot
+// kTapNextB1 holds b1[e + kEChunk] (cyclically in e64, 0 beyond E), not
+// halved: the 16-bit kernel's depthwise of a chunk hands the next chunk's
+// GEMM1 its bias step this way (the TF32 kernels do not read it).
 constexpr float kTapScale = 0.5f;
 template <class In>
 __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t e64) {
@@ -475,6 +502,8 @@ __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t 
     if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = Elem<In>::to_float(wd[e * p.K + k]);
     if (e < p.E && slot == kTapBias) v = Elem<In>::to_float(bd[e]);
     taps[i] = kTapScale * v;
+    const int64_t next = e + kEChunk < e64 ? e + kEChunk : e + kEChunk - e64;
+    if (slot == kTapNextB1) taps[i] = next < p.E ? Elem<In>::to_float(in_ptr<In>(p.b1)[next]) : 0.0f;
   }
 }
 
@@ -2988,9 +3017,11 @@ constexpr uint32_t kRowBytes = kKBlock * 2;   // 128
 constexpr uint32_t kAtomBytes = kCoreRows * kRowBytes;   // 1024: 8 rows
 constexpr uint32_t kChunkBytes = 16;          // a swizzled chunk: 8 channels
 constexpr uint32_t kW1BlockBytes = kEChunk * kRowBytes;  // 8192: 64 e x 64 channels (W2: 64 C rows x 64 e)
-using tc::kTapRecord;                         // pack_taps' records: taps / 2 (centred), bd / 2, 2 unused
+using tc::kTapRecord;                         // pack_taps' records: taps / 2 (centred), bd / 2, the next b1
 using tc::kTapBias;
-static_assert(kTapRecord == 12 && kTapBias == 9, "a record is 3 float4, the bias in the third's y");
+using tc::kTapNextB1;
+static_assert(kTapRecord == 12 && kTapBias == 9 && kTapNextB1 == 10,
+              "a record is 3 float4, the bias in the third's y, the next chunk's b1 in its z");
 // GEMM1's bias step: h1 = W1 x + b1 v, v = 1 at positions in [0, L) and 0
 // outside (x is 0 there too), so the padding contributes 0, not b1, with no
 // masking in the depthwise. One more k16 wgmma a chunk: A = b1 in channel 0
@@ -3015,15 +3046,16 @@ struct Tile {
   static constexpr int kTileT = kGroups * kGroupT;      // positions per CTA tile
   static constexpr int kCols = kGroupT + 2 * kHalo;     // GEMM1's N: the positions and a halo each side
   static constexpr int kNTiles = kCols / kMmaN;         // n8 tiles of GEMM1
-  static constexpr int kLaneCols = kCols / kQuad;       // positions a lane holds of each row
-  static constexpr int kPosTiles = kGroupT / kMmaN;     // n8 tiles of GEMM2
+  static constexpr int kPosTiles = kGroupT / kMmaN;     // n8 tiles of GEMM2 (GEMM1's but the last)
+  static constexpr int kLanePos = kGroupT / kQuad;      // positions a lane holds of each row, halo aside
   static constexpr int kKBlocks = kCMax / kKBlock;      // W1's channel blocks, GEMM2's m64 blocks
   static constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;  // kCols columns x 64 channels
   static constexpr uint32_t kXtBytes = kKBlocks * kXtBlockBytes;
   static constexpr uint32_t kSlotBytes = kKBlocks * kW1BlockBytes;  // a W1 chunk (64 x C) or a W2 chunk (C x 64)
-  static constexpr uint32_t kH3Bytes = kCols * kRowBytes;           // kGroupT positions + 8 halo rows
+  static constexpr uint32_t kH3Bytes = kGroupT * kRowBytes;         // GEMM2's B: kGroupT columns
   static constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;
   static constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // x^T's staging: octets from pw0 - 8
+  static constexpr int kGroupsC = kCMax / 8;               // channel groups of 8
   // Shared memory (offsets from a 1024-aligned base).
   static constexpr uint32_t kXtOff = 0;
   static constexpr uint32_t kH3Off = kXtOff + kGroups * kXtBytes;
@@ -3032,20 +3064,39 @@ struct Tile {
   static constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
   static constexpr uint32_t kSmemBytes = kBarOff + 2 * kSlots * sizeof(uint64_t) + kAtomBytes;  // + alignment slack
 
-  // GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo):
-  // column 8j + 2q + b is position kLaneCols q - kHalo + 2j + b, so that lane
-  // q of a quad holds kLaneCols consecutive positions of its rows.
+  // GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo),
+  // also GEMM2's (p < kGroupT) and x^T's row: column 8j + 2q + b (j <
+  // kPosTiles) is position kLanePos q + 2j + b, so that lane q of a quad
+  // holds kLanePos consecutive positions of its rows; the last n8 tile holds
+  // the halo, positions -4 .. -1 in its columns 0-3 and kGroupT .. + 3 in
+  // 4-7. GEMM2's N is then GEMM1's first kGroupT columns, the same order:
+  // the epilogue's 8 x 8 blocks of x^T are 8 consecutive rows (no bank
+  // conflicts), and the depthwise makes kLanePos outputs a lane, not
+  // kLanePos + 2 (kernels/NOTES.md, v30).
   __host__ __device__ static constexpr int column_of(int p) {
-    const int r = (p + kHalo) % kLaneCols, q = (p + kHalo) / kLaneCols;
+    if (p < 0) return kPosTiles * kMmaN + p + kHalo;
+    if (p >= kGroupT) return kPosTiles * kMmaN + p - kGroupT + kHalo;
+    const int r = p % kLanePos, q = p / kLanePos;
     return (r / 2) * kMmaN + 2 * q + r % 2;
   }
   // Position of GEMM1 column n (the inverse).
   __host__ __device__ static constexpr int position_of(int n) {
-    const int j = n / kMmaN, q = n % kMmaN / 2, b = n % 2;
-    return q * kLaneCols - kHalo + 2 * j + b;
+    const int j = n / kMmaN, q = n % kMmaN / 2, b = n % 2, hh = n % kMmaN;
+    if (j == kPosTiles) return hh < kHalo ? hh - kHalo : kGroupT + hh - kHalo;
+    return q * kLanePos + 2 * j + b;
   }
-  // h3^T row of position p: p itself, the halo positions in rows kGroupT.. .
-  __host__ __device__ static constexpr int h3_row(int p) { return p < 0 ? p + kCols : p; }
+  // x^T's copies in and out (stage_x, store_y) go by items of 8 positions
+  // (an octet) x 8 channels (a group), a 16-byte row of x^T each, an item a
+  // thread. Item -> octet, group of the kPosTiles x kGroupsC octets of the
+  // positions 0 .. kGroupT - 1: each 8 lanes of a warp take 4 octets of
+  // distinct lanes q (x^T rows distinct mod 8) x 2 adjacent groups (swizzled
+  // chunks then distinct), so their 16-byte accesses hit 8 distinct chunks
+  // of the banks; by octet, group in order they would hit 4 (2-way conflicts).
+  static constexpr int kOctetsPerLane = kLanePos / 8;
+  __host__ __device__ static constexpr int item_octet(int item) {
+    return kOctetsPerLane * (item % 8 % 4) + item / 8 % kOctetsPerLane;
+  }
+  __host__ __device__ static constexpr int item_group(int item) { return 2 * (item / 8 / kOctetsPerLane) + item % 8 / 4; }
 
   // Workspace (bytes): per chunk its W1 slot image then its W2 slot image;
   // then the tap records (floats).
@@ -3063,8 +3114,11 @@ template <class G>
 constexpr bool tile_ok() {
   return G::kSlotBytes == G::kCMax * kRowBytes &&  // a W2 chunk fills a slot as a W1 chunk does
          G::kXtBlockBytes % kAtomBytes == 0 && G::kH3Bytes % kAtomBytes == 0 && G::kRingOff % kAtomBytes == 0 &&
-         G::kCols % kQuad == 0 && G::kLaneCols % 2 == 0 && G::kLaneCols >= kHalo &&  // halos from one neighbour
-         G::kNTiles % 4 == 1 &&  // stmatrix: x4s, then one x1
+         G::kNTiles == G::kPosTiles + 1 && 2 * kHalo == kMmaN &&  // the halo: GEMM1's last n8 tile
+         G::kLanePos % 2 == 0 && G::kLanePos >= kHalo &&            // halos from one neighbour
+         G::kPosTiles % 4 == 0 &&                                   // stmatrix: x4s
+         G::kPosTiles == 4 * G::kOctetsPerLane && G::kGroupsC % 2 == 0 &&  // item_octet, item_group
+         G::kOctets == G::kPosTiles + 2 &&                          // staging: a halo octet each side
          G::position_of(G::column_of(-kHalo)) == -kHalo &&
          G::position_of(G::column_of(G::kGroupT + kHalo - 1)) == G::kGroupT + kHalo - 1 &&
          G::column_of(G::position_of(G::kCols - 3)) == G::kCols - 3;  // a permutation
@@ -3097,9 +3151,6 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, ui
   asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
                "r"(r1), "r"(r2), "r"(r3)
                : "memory");
-}
-__device__ __forceinline__ void stmatrix_x1_trans(uint32_t addr, uint32_t r0) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\n" ::"r"(addr), "r"(r0) : "memory");
 }
 
 // The weights in the kernel's slot images (In, zero-padded to 256 channels
@@ -3146,9 +3197,14 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
     *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
         Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
   }
-  constexpr int kItems = G::kOctets * G::kCMax / 8;
+  // items: the kPosTiles octets of positions 0.. by item_octet, item_group;
+  // then the halo octets (positions -8.., kGroupT..), 8 adjacent groups a
+  // quarter warp
+  constexpr int kInner = G::kPosTiles * G::kGroupsC, kItems = G::kOctets * G::kGroupsC;
   for (int item = t; item < kItems; item += kWarpgroupThreads) {
-    const int oct = item % G::kOctets, cg = item / G::kOctets;
+    const int halo = item - kInner;
+    const int oct = halo < 0 ? 1 + G::item_octet(item) : halo < G::kGroupsC ? 0 : G::kOctets - 1;
+    const int cg = halo < 0 ? G::item_group(item) : halo % G::kGroupsC;
     const int p0 = pw0 - 2 * kHalo + 8 * oct;
     uint32_t v[8][4];
 #pragma unroll
@@ -3202,21 +3258,24 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
 }
 
 // The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
-// of a quad holds positions 18q - 4 + i (i = 0..17) of rows g and g + 8 of
-// its warp; acc[4j + 2h + b] is row g + 8h, i = 2j + b.
+// of a quad holds positions 16q + i (i = 0..15) of rows g and g + 8 of its
+// warp in acc[4j + 2h + b] (row g + 8h, i = 2j + b, j < 8), and halo
+// positions in acc[32 + 2h + b]: lane 0 -4, -3; lane 1 -2, -1; lane 2 64,
+// 65; lane 3 66, 67 (Tile128; Tile64 the same with 8 for 16 and 32 for 64).
 template <class G, class In>
 __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], const float* taps, int e0, uint32_t h3,
                                              int warp) {
+  constexpr int kN = G::kLanePos;
   // (the lane through volatile asm: the stmatrix addresses below are then
   // worked out where they are used, not held in registers from chunk to chunk)
-  const int lane = lane_id();
+  const int lane = lane_id(), q = lane % kQuad;
   // stmatrix .trans, matrix m (of an x4) the n8 tile j + m: lane 8m + i gives
-  // the address of column i of it (position 18 (i / 2) - 4 + 2 (j + m) +
-  // i % 2): the 8 expanded channels of row half h, 16 bytes.
+  // the address of column i of it, h3^T's row 8 (j + m) + i: the 8 expanded
+  // channels of row half h, 16 bytes.
   const int i = lane % 8;
-  auto address = [&](int j, int h, int m) {  // (an x1 reads lanes 0-7's addresses only: m = 0)
-    const int row = G::h3_row((i / 2) * G::kLaneCols - kHalo + 2 * (j + m) + i % 2);
-    return h3 + row * kRowBytes + (((2 * warp + h) ^ (row % 8)) * kChunkBytes);
+  auto address = [&](int j, int h, int m) {
+    const int row = kMmaN * (j + m) + i;
+    return h3 + row * kRowBytes + (((2 * warp + h) ^ i) * kChunkBytes);
   };
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -3225,15 +3284,25 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
     const float4 r1 = __ldg(reinterpret_cast<const float4*>(rec + 4));
     const float4 r2 = __ldg(reinterpret_cast<const float4*>(rec + 8));
     const float tap[kMaxK] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w, r2.x};
-    float v[G::kLaneCols];  // h1, with b1 and the padding (GEMM1's bias step)
+    float v[kN];  // h1, with b1 and the padding (GEMM1's bias step)
 #pragma unroll
-    for (int k = 0; k < G::kLaneCols; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
+    for (int k = 0; k < kN; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
+    const float u[2] = {acc[4 * G::kPosTiles + 2 * h], acc[4 * G::kPosTiles + 2 * h + 1]};  // the halo pair
     const float bias = r2.y;  // slot kTapBias
-    float lo[kHalo], hi[kHalo];  // the quad neighbours' last and first kHalo
+    // the kHalo positions before and after the lane's: from the quad
+    // neighbours'; lane 0's before from the halo pairs of lanes 0, 1, lane
+    // 3's after from those of lanes 2, 3 (partners under lane ^ 1)
+    float lo[kHalo], hi[kHalo];
 #pragma unroll
     for (int k = 0; k < kHalo; ++k) {
-      lo[k] = __shfl_up_sync(0xffffffffu, v[G::kLaneCols - kHalo + k], 1);
+      lo[k] = __shfl_up_sync(0xffffffffu, v[kN - kHalo + k], 1);
       hi[k] = __shfl_down_sync(0xffffffffu, v[k], 1);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const float partner = __shfl_xor_sync(0xffffffffu, u[k], 1);
+      if (q == 0) lo[k] = u[k], lo[k + 2] = partner;
+      if (q == kQuad - 1) hi[k] = partner, hi[k + 2] = u[k];
     }
     // the n8 tile j's two columns of this row, as one register of In
     auto tile = [&](int j) {
@@ -3244,19 +3313,18 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
 #pragma unroll
         for (int k = 0; k < kMaxK; ++k) {
           const int idx = 2 * j + b + k - kHalo;
-          const float in = idx < 0 ? lo[idx + kHalo] : idx >= G::kLaneCols ? hi[idx - G::kLaneCols] : v[idx];
+          const float in = idx < 0 ? lo[idx + kHalo] : idx >= kN ? hi[idx - kN] : v[idx];
           s = fmaf(tap[k], in, s);
         }
-        out[b] = gelu_from_half(s);
+        out[b] = gelu16_from_half(s);
       }
       return pack2<In>(out[0], out[1]);
     };
     // four tiles a store, each stored as soon as it is made: fewer values
     // in flight (the register file holds acc and acc1 besides)
 #pragma unroll
-    for (int j = 0; j + 4 <= G::kNTiles; j += 4)
+    for (int j = 0; j < G::kPosTiles; j += 4)
       stmatrix_x4_trans(address(j, h, lane / 8), tile(j), tile(j + 1), tile(j + 2), tile(j + 3));
-    stmatrix_x1_trans(address(G::kNTiles - 1, h, 0), tile(G::kNTiles - 1));
   }
   fence_proxy_async();  // read by GEMM2 after the next turn barrier
 }
@@ -3277,9 +3345,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
 
 // y = acc + b2 + x for the warpgroup's kGroupT positions, with x from x^T
 // (this tile's x, exact; the last GEMM1 is done with it): thread (warp, g, q)
-// holds channels 64 mb + 16 warp + 8 h + g, positions 8 j + 2 q + b.
+// holds channels 64 mb + 16 warp + 8 h + g, columns 8 j + 2 q + b (positions
+// position_of), which are also x^T's rows.
 // 1. In the accumulators' layout: ldmatrix .trans reads x^T's 8 x 8 blocks
-//    (8 positions x 8 channels) straight into it, y is rounded once and
+//    (8 columns x 8 channels) straight into it, y is rounded once and
 //    stmatrix .trans writes it back to the same addresses.
 // 2. After the warpgroup's barrier, y^T leaves x^T by 8 channels x 8
 //    positions: eight 16-byte rows, transposed in registers, eight 16-byte
@@ -3310,9 +3379,8 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     }
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
-      const int row = G::column_of(kMmaN * (j + m / 2) + i);
-      const uint32_t addr =
-          xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ (row % 8)) * kChunkBytes);
+      const int row = kMmaN * (j + m / 2) + i;  // x^T's row of acc's column (the same column order)
+      const uint32_t addr = xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
       uint32_t r[4], out[4];
       ldmatrix_x4_trans(addr, r);
 #pragma unroll
@@ -3326,12 +3394,11 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   }
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // y^T complete in x^T
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
-  constexpr int kYOctets = G::kGroupT / 8;  // 8-position pieces of a channel's row
-  const int items = kYOctets * ((C + 7) / 8);  // (octet, 8 channels)
+  const int items = G::kPosTiles * static_cast<int>(round_up((C + 7) / 8, 2));  // (octet, 8 channels)
 #pragma unroll 1
   for (int item = t; item < items; item += kWarpgroupThreads) {
-    const int oct = item % kYOctets, cg = item / kYOctets, p0 = pw0 + 8 * oct;
-    if (p0 >= L) continue;
+    const int oct = G::item_octet(item), cg = G::item_group(item), p0 = pw0 + 8 * oct;
+    if (p0 >= L || cg * 8 >= C) continue;
     uint32_t v[8][4];  // positions p0 + k, channels cg * 8 + 0..7 (two a word)
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -3455,10 +3522,14 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value, kFirst = decltype(first)::value;
     uint32_t a_b1[4] = {0, 0, 0, 0};  // the bias step's A: b1 of rows g, g + 8 in channel 0 (lanes q = 0)
     if (kG1 && lane % kQuad == 0) {
-      const int e0 = n % nc * kEChunk + warp * kMmaM + lane / kQuad;
-      const In* const b1 = in_ptr<In>(p.b1);
-      a_b1[0] = pack2<In>(e0 < p.E ? Elem<In>::to_float(b1[e0]) : 0.0f, 0.0f);
-      a_b1[1] = pack2<In>(e0 + 8 < p.E ? Elem<In>::to_float(b1[e0 + 8]) : 0.0f, 0.0f);
+      // from the records of chunk n - 1 (kTapNextB1; cyclically, so chunk 0's
+      // from chunk nc - 1's), which the depthwise before this turn has just
+      // read: in L1, where b1 itself came from L2 in each turn's path
+      // (kernels/NOTES.md, v30)
+      const int row = (n + nc - 1) % nc * kEChunk + warp * kMmaM + lane / kQuad;
+      const float* rec = taps() + static_cast<int64_t>(row) * kTapRecord;
+      a_b1[0] = pack2<In>(__ldg(rec + kTapNextB1), 0.0f);
+      a_b1[1] = pack2<In>(__ldg(rec + 8 * kTapRecord + kTapNextB1), 0.0f);
     }
     named_sync<kTurnBarrier>(grp, 2 * kWarpgroupThreads);
     if (kG2) wait_full(2 * n - 1);

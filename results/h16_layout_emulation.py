@@ -13,7 +13,7 @@ arithmetic, given the hardware's documented layouts (swizzle: address bits 4-6
 2 (lane % 4) (+ 1); stmatrix .trans: memory row i of a matrix holds its column
 i), not the hardware: only a GPU run tests those.
 
-    python results/h16_layout_emulation.py   # the largest difference per tile (~1e-6: fp32 operands)
+    python results/h16_layout_emulation.py   # the largest difference per tile (~1e-14: float64 throughout)
 """
 from math import erf
 
@@ -62,17 +62,41 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
     C, L = x.shape
     E, K = wd.shape
     cols = group_t + 2 * HALO
-    lane_cols, ntiles, kblocks = cols // 4, cols // 8, c_max // KBLOCK
+    lane_pos, pos_tiles, kblocks = group_t // 4, group_t // 8, c_max // KBLOCK
     octets = (cols + 2 * HALO) // 8
     xt_block, slot_bytes = cols * 128, kblocks * W1_BLOCK
 
-    def column_of(p):
-        r, q = (p + HALO) % lane_cols, (p + HALO) // lane_cols
+    def column_of(p):  # lane q holds positions lane_pos q .. + lane_pos - 1; the halo in the last n8 tile
+        if p < 0:
+            return 8 * pos_tiles + p + HALO
+        if p >= group_t:
+            return 8 * pos_tiles + p - group_t + HALO
+        r, q = p % lane_pos, p // lane_pos
         return (r // 2) * 8 + 2 * q + r % 2
 
     def position_of(n):
-        j, q, b = n // 8, n % 8 // 2, n % 2
-        return q * lane_cols - HALO + 2 * j + b
+        j, q, b, hh = n // 8, n % 8 // 2, n % 2, n % 8
+        if j == pos_tiles:
+            return hh - HALO if hh < HALO else group_t + hh - HALO
+        return q * lane_pos + 2 * j + b
+
+    assert sorted(column_of(p) for p in range(-HALO, group_t + HALO)) == list(range(cols))
+    assert all(column_of(position_of(n)) == n for n in range(cols))
+    groups, octets_per_lane = c_max // 8, lane_pos // 8
+
+    def item_octet(item):  # x^T's copies: 4 octets of distinct lanes x 2 groups a quarter warp
+        return octets_per_lane * (item % 8 % 4) + item // 8 % octets_per_lane
+
+    def item_group(item):
+        return 2 * (item // 8 // octets_per_lane) + item % 8 // 4
+
+    def stage_item(item):  # stage_x: the positions' octets, then the halo octets
+        halo = item - pos_tiles * groups
+        if halo < 0:
+            return 1 + item_octet(item), item_group(item)
+        return (0 if halo < groups else octets - 1), halo % groups
+
+    assert sorted(stage_item(i) for i in range(octets * groups)) == [(o, g) for o in range(octets) for g in range(groups)]
 
     nc = -(-E // ECHUNK)
     # pack_kernel: the slot images, element by element
@@ -96,6 +120,9 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
             if 0 <= s - first_tap < K:
                 taps[e, s] = 0.5 * wd[e, s - first_tap]
         taps[e, 9] = 0.5 * bd[e]
+    for e in range(nc * 64):  # slot 10: the next chunk's b1, cyclically, not halved
+        taps[e, 10] = b1[(e + 64) % (nc * 64)] if (e + 64) % (nc * 64) < E else 0
+    b1_next = [taps[(nc - 1) * 64 + r, 10] for r in range(64)]  # the turn reads chunk n - 1's, cyclically
     y = np.full((C, L), np.nan)  # every position is written, or the NaN shows
     for tile in range(-(-L // (2 * group_t))):
         for grp in range(2):
@@ -107,7 +134,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                 pos = pw0 + position_of(t)
                 valid[(t // 8 * 256 + t % 8 * 16) // 2] = 1.0 if 0 <= pos < L else 0.0
             for item in range(octets * c_max // 8):
-                oct, cg = item % octets, item // octets
+                oct, cg = stage_item(item)
                 p0 = pw0 - 2 * HALO + 8 * oct
                 for j in range(8):
                     p = 8 * oct - 2 * HALO + j
@@ -127,41 +154,48 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                     Bm = desc_read(xt, (ks // 4) * xt_block + (ks % 4) * 32, cols)
                     acc1 += A @ Bm.T
                 Ab = np.zeros((64, 16))
-                for r in range(64):
-                    Ab[r, 0] = b1[ch * 64 + r] if ch * 64 + r < E else 0
+                for r in range(64):  # from the records of the chunk before
+                    Ab[r, 0] = b1_next[r]
                 acc1 += Ab @ interleave_read(valid, 0, cols, 128, 256).T
                 # the depthwise in the fragments: lane 4g + q of warp w holds
-                # rows 16w + g (+ 8), positions lane_cols q - 4 + i
-                regs = {}
+                # rows 16w + g (+ 8), positions lane_pos q + i (j < pos_tiles)
+                # and a halo pair (j = pos_tiles)
+                regs, halo = {}, {}
                 for w in range(4):
                     for lane in range(32):
                         g, q = lane // 4, lane % 4
                         for h in range(2):
                             regs[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * (i // 2) + 2 * q + i % 2]
-                                                for i in range(lane_cols)]
-                h3img = np.zeros(cols * 128 // 2)
+                                                for i in range(lane_pos)]
+                            halo[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * pos_tiles + 2 * q + b] for b in range(2)]
+                h3img = np.zeros(group_t * 128 // 2)
                 for w in range(4):
                     for lane in range(32):
                         g, q = lane // 4, lane % 4
                         for h in range(2):
                             row = 16 * w + g + 8 * h
-                            v = regs[w, lane, h]
+                            v, u = regs[w, lane, h], halo[w, lane, h]
                             up = regs[w, lane - 1, h] if lane > 0 else v  # shfl_up: lane 0 keeps its own
                             dn = regs[w, lane + 1, h] if lane < 31 else v
-                            lo, hi = up[lane_cols - HALO:], dn[:HALO]
+                            partner = halo[w, lane ^ 1, h]  # shfl_xor 1
+                            lo, hi = up[lane_pos - HALO:], dn[:HALO]
+                            if q == 0:
+                                lo = [u[0], u[1], partner[0], partner[1]]
+                            if q == 3:
+                                hi = [partner[0], partner[1], u[0], u[1]]
                             tp = taps[ch * 64 + row]
-                            for i in range(lane_cols):
+                            b1_next[row] = tp[10]
+                            for i in range(lane_pos):
                                 s = tp[9]
                                 for k in range(9):
                                     idx = i + k - HALO
-                                    s += tp[k] * (lo[idx + HALO] if idx < 0 else hi[idx - lane_cols]
-                                                  if idx >= lane_cols else v[idx])
+                                    s += tp[k] * (lo[idx + HALO] if idx < 0 else hi[idx - lane_pos]
+                                                  if idx >= lane_pos else v[idx])
                                 out = 0.5 * (2 * s) * (1 + erf(2 * s / np.sqrt(2)))  # taps and bias halved
                                 # stmatrix .trans: column i of tile j's matrix (row half h)
-                                # goes to the address lane 8m + i gives
+                                # goes to the address lane 8m + i gives: h3^T row 8 j + i
                                 j, col = i // 2, 2 * q + i % 2
-                                prow = (col // 2) * lane_cols - HALO + 2 * j + col % 2
-                                hrow = prow + cols if prow < 0 else prow
+                                hrow = 8 * j + col
                                 addr = hrow * 128 + (((2 * w + h) ^ (hrow % 8)) * 16) + g * 2
                                 h3img[addr // 2] = out
                 # GEMM2: A = W2 slot, B = h3^T rows 0 .. group_t - 1
@@ -170,10 +204,19 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                     Bm = desc_read(h3img, ks * 32, group_t)
                     for mb in range(kblocks):
                         acc[mb * 64:(mb + 1) * 64] += desc_read(slot2, mb * W1_BLOCK + ks * 32, 64) @ Bm.T
+            # store_y: acc's column n is x^T's row n (the residual), position
+            # position_of(n); y^T written over x^T, then copied out by items
             for c in range(C):
-                for p in range(group_t):
-                    if pw0 + p < L:
-                        y[c, pw0 + p] = acc[c, p] + b2[c] + x[c, pw0 + p]
+                for n in range(group_t):
+                    xt[((c // 64) * xt_block + swz(n, c % 64)) // 2] += acc[c, n] + b2[c]
+            g_even = -(-(-(-C // 8)) // 2) * 2
+            for item in range(pos_tiles * g_even):
+                oct, cg = item_octet(item), item_group(item)
+                for k in range(8):
+                    p = pw0 + 8 * oct + k
+                    for c in range(cg * 8, min(cg * 8 + 8, C)):
+                        if p < L:
+                            y[c, p] = xt[((c // 64) * xt_block + swz(column_of(8 * oct + k), c % 64)) // 2]
     return y
 
 

@@ -1,10 +1,12 @@
 // The driver, then a mark trace of one CTA of the 16-bit kernel (thread 0 of
-// each warpgroup; the last launch): build against a copy of kernels/ with
+// each warpgroup; the last launch): build against a copy of v29's kernel
+// (the patch's target; main's kernel is v30 since) with
 // results/h16_probes.patch applied (its flags: FD_NODW, FD_NOGELU,
 // FD_GELU6, FD_NOFILL, FD_NOSTORE, FD_NOSTAGE, FD_NOSTG, FD_PLAINST,
 // FD_NOLDX; FD_TRACE with FD_TRACE_CTA=n for the marks; kernels/NOTES.md,
 // v30):
-//   mkdir -p ab/p && cp kernels/fused_dwsep.cu kernels/fused_dwsep.h ab/p &&
+//   mkdir -p ab/p && git show a35a5e8:kernels/fused_dwsep.cu > ab/p/fused_dwsep.cu &&
+//   git show a35a5e8:kernels/fused_dwsep.h > ab/p/fused_dwsep.h &&
 //   (cd ab/p && patch -s fused_dwsep.cu < ../../results/h16_probes.patch) &&
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 \
 //        -DFD_TRACE -DFD_TRACE_CTA=7 -O3 -std=c++17 -Iab/p -Iresults -o trace results/h16_trace_driver.cu &&
