@@ -3216,14 +3216,29 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
         if (c < C && p0 >= 0 && p0 < L) u = __ldg(reinterpret_cast<const uint4*>(row + p0));
         v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
       } else {
+        // A row that is not 16-byte aligned (L % 8 != 0, or x at an offset):
+        // the 4-byte words that hold the octet (5 where its first position is
+        // a word's high half: odd), shifted into place; a 2-byte load where a
+        // word would reach past the row's ends. 2-byte loads throughout cost
+        // ~50% more a tile at L = 3757 than the 16-byte path (kernels/NOTES.md, v31).
+        // p0 is a multiple of 8, so the octet lies wholly below 0 or at or above it.
+        // (Only positions in [0, L) are read: x may end at its allocation's end.)
+        const int odd = static_cast<int>(reinterpret_cast<uintptr_t>(row + p0) / sizeof(In) % 2);
+        uint32_t u[5];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          uint32_t lo = 0, hi = 0;
-          const int pos = p0 + 2 * j;
-          if (c < C && pos >= 0 && pos < L) lo = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
-          if (c < C && pos + 1 >= 0 && pos + 1 < L) hi = __ldg(reinterpret_cast<const unsigned short*>(row + pos + 1));
-          v[i][j] = lo | (hi << 16);
+        for (int k = 0; k < 5; ++k) {
+          const int pos = p0 - odd + 2 * k;  // the word's low half
+          u[k] = 0;
+          if (c >= C || p0 < 0 || p0 >= L || (k == 4 && !odd)) continue;
+          if (pos >= 0 && pos + 1 < L)
+            u[k] = __ldg(reinterpret_cast<const unsigned int*>(row + pos));
+          else if (pos >= p0 && pos < L)  // the row's last position, in the low half
+            u[k] = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
+          else if (pos + 1 == p0)  // the row's first position (p0 = 0), in the high half
+            u[k] = static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row + p0))) << 16;
         }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[i][j] = __funnelshift_r(u[j], u[j + 1], 16 * odd);
       }
     }
 #pragma unroll
@@ -3420,6 +3435,9 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
       const uintptr_t a = reinterpret_cast<uintptr_t>(yr);
       if (p0 + 8 <= L && a % sizeof(uint4) == 0) {
         __stcs(reinterpret_cast<uint4*>(yr), make_uint4(w[0], w[1], w[2], w[3]));
+      } else if (p0 + 8 <= L && a % sizeof(uint2) == 0) {
+        __stcs(reinterpret_cast<uint2*>(yr), make_uint2(w[0], w[1]));
+        __stcs(reinterpret_cast<uint2*>(yr + 4), make_uint2(w[2], w[3]));
       } else if (a % sizeof(uint32_t) == 0) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -3428,12 +3446,17 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
           else if (p0 + 2 * k < L)
             __stcs(reinterpret_cast<unsigned short*>(yr + 2 * k), static_cast<unsigned short>(w[k] & 0xffffu));
         }
-      } else {
+      } else {  // 2-byte aligned: the first and last position alone, the pairs between as words
+        __stcs(reinterpret_cast<unsigned short*>(yr), static_cast<unsigned short>(w[0] & 0xffffu));
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
-          if (p0 + k < L)
-            __stcs(reinterpret_cast<unsigned short*>(yr + k),
-                   static_cast<unsigned short>(k % 2 ? w[k / 2] >> 16 : w[k / 2] & 0xffffu));
+        for (int k = 0; k < 3; ++k) {
+          const uint32_t pair = __funnelshift_r(w[k], w[k + 1], 16);  // positions p0 + 2k + 1, + 2
+          if (p0 + 2 * k + 2 < L)
+            __stcs(reinterpret_cast<unsigned int*>(yr + 2 * k + 1), pair);
+          else if (p0 + 2 * k + 1 < L)
+            __stcs(reinterpret_cast<unsigned short*>(yr + 2 * k + 1), static_cast<unsigned short>(pair & 0xffffu));
+        }
+        if (p0 + 7 < L) __stcs(reinterpret_cast<unsigned short*>(yr + 7), static_cast<unsigned short>(w[3] >> 16));
       }
     }
   }
