@@ -3187,8 +3187,8 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
 // zero outside [0, L) and beyond C), in column order, and its bias-step
 // flags v. Work items of 8 channels x 8 positions (an octet at a multiple of
-// 8 from pw0 - 8): eight 16-byte loads (or 64 2-byte loads where rows are
-// not 16-byte aligned), transposed in registers, eight 16-byte stores.
+// 8 from pw0 - 8): eight 16-byte loads (4-byte words where rows are not
+// 16-byte aligned), transposed in registers, eight 16-byte stores.
 template <class G, class In>
 __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, bool vec,
                                         int t) {
@@ -3219,8 +3219,9 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
         // A row that is not 16-byte aligned (L % 8 != 0, or x at an offset):
         // the 4-byte words that hold the octet (5 where its first position is
         // a word's high half: odd), shifted into place; a 2-byte load where a
-        // word would reach past the row's ends. 2-byte loads throughout cost
-        // ~50% more a tile at L = 3757 than the 16-byte path (kernels/NOTES.md, v31).
+        // word would reach past the row's ends. With 2-byte loads (and stores)
+        // throughout, a tile of such rows cost ~50% more than an aligned one at
+        // L = 3757 (kernels/NOTES.md, v31).
         // p0 is a multiple of 8, so the octet lies wholly below 0 or at or above it.
         // (Only positions in [0, L) are read: x may end at its allocation's end.)
         const int odd = static_cast<int>(reinterpret_cast<uintptr_t>(row + p0) / sizeof(In) % 2);
