@@ -2984,19 +2984,21 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 // positions; each of its two warpgroups owns 64 of them and all C output
 // channels, and streams E in chunks of 64 expanded channels (the figures
 // below are Tile128's, C <= 256; Tile64, for C <= 384, has 32 positions a
-// warpgroup, 40 columns, lanes of 10 positions and m64n40 / m64n32 wgmmas):
+// warpgroup, 40 columns, lanes of 8 positions and m64n40 / m64n32 wgmmas):
 //   GEMM1  h1 [64 e x 72 cols] = W1 chunk [64 x C] . x^T [72 x C]^T   (m64n72k16)
 //   depthwise + GELU on h1 in GEMM1's accumulators (below)
 //   GEMM2  acc [C x 64 pos] += W2 chunk [C x 64] . h3^T [64 pos x 64]^T (m64n64k16)
 // The 72 columns are the warpgroup's 64 positions and a 4-position halo each
-// side, in an order chosen for the depthwise: column 8j + 2q + b of the n8
-// tiles (j = 0..8) is position 18q - 4 + 2j + b, so lane q of each quad holds
-// 18 consecutive positions of its two rows (rows g and g + 8 of its warp's
-// 16) and fetches the 4 on each side of them from its quad neighbours by
-// shuffles: no h1 in shared memory. x^T is staged in that column order; h3
-// goes to shared memory by stmatrix .trans, which writes each column (one
-// position, 8 expanded channels) to an address of its own, so h3^T comes out
-// in plain position order for GEMM2 (rows 64..71: the 8 halo columns, unused).
+// side, in an order chosen for the depthwise (Tile::column_of): column
+// 8j + 2q + b of the first 8 n8 tiles is position 16q + 2j + b, so lane q of
+// each quad holds 16 consecutive positions of its two rows (rows g and g + 8
+// of its warp's 16), and the last n8 tile holds the halo (lanes 0, 1:
+// positions -4 .. -1; lanes 2, 3: 64 .. 67); each lane fetches the 4
+// positions on each side of its 16 from its quad neighbours by shuffles: no
+// h1 in shared memory. x^T is staged in that column order; h3 goes to shared
+// memory by stmatrix .trans in the same order (64 rows), which GEMM2's N and
+// so its accumulators then follow: the epilogue's 8 x 8 blocks of x^T are 8
+// consecutive rows (kernels/NOTES.md, v30).
 // Shared operands are K-major, 128-byte rows (64 channels) swizzled by 16-byte
 // chunk (chunk ^ row % 8), 8-row atoms of 1024 bytes: conflict-free for the
 // tensor cores, for x^T's 16-byte stores and for stmatrix. The weights are
