@@ -591,8 +591,9 @@ HALF_ATOL = HALF_RTOL = 1e-2
 AUTOCAST_GRAD_REL = 3e-2
 half_dtypes = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 # The headline, then every float32 ragged and wgmma-turn shape: each kernel
-# path and its staging and epilogue variants (odd L: x by 4-byte pair copies;
-# L % 4 == 0: by 8-byte copies), in 16 bits.
+# path and its staging and epilogue variants in 16 bits (the 16-bit kernel
+# reads x and writes y 16 bytes at a time only where a row is 16-byte
+# aligned; odd and even L give rows of every other alignment).
 HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS
 
 
@@ -648,10 +649,12 @@ def test_cuda_half(B, C, E, L, K, dtype):
 @requires_cuda
 @half_dtypes
 @pytest.mark.parametrize("offset", [1, 2, 4], ids=["2-byte", "4-byte", "8-byte"])
-def test_cuda_half_x_at_offsets(offset, dtype):
-    """x starting `offset` elements into its storage: the staging's 8-byte
-    copies and the residual's pair loads depend on x's alignment."""
-    B, C, E, L, K = 4, 64, 128, 8192, 9
+@pytest.mark.parametrize("B,C,E,L", [(4, 64, 128, 8192), (3, 100, 136, 1001)], ids=["L8192", "C100-L1001"])
+def test_cuda_half_x_at_offsets(B, C, E, L, offset, dtype):
+    """x starting `offset` elements into its storage: how the staging reads
+    x depends on each row's alignment, so on x's as well as on L (the second
+    shape: odd L, a partial 8-channel group, 8 tiles a row, the last partial)."""
+    K = 9
     storage = torch.randn(B * C * L + offset, device="cuda", dtype=dtype)
     out, x, ref = run_half(B, C, E, L, K, dtype, seed=offset, x=storage[offset:].view(B, C, L))
     check_half(out, x, ref, f"x at a {offset}-element offset {dtype} ({kernel_path(C, E, K, B, L, dtype)})")
