@@ -499,11 +499,14 @@ __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t 
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
     float v = 0.0f;
+    if (slot == kTapNextB1) {  // not halved
+      const int64_t next = e + kEChunk < e64 ? e + kEChunk : e + kEChunk - e64;  // (a modulo here made the TF32 pack kernels spill)
+      taps[i] = next < p.E ? Elem<In>::to_float(in_ptr<In>(p.b1)[next]) : 0.0f;
+      continue;
+    }
     if (e < p.E && slot < kMaxK && k >= 0 && k < p.K) v = Elem<In>::to_float(wd[e * p.K + k]);
     if (e < p.E && slot == kTapBias) v = Elem<In>::to_float(bd[e]);
     taps[i] = kTapScale * v;
-    const int64_t next = e + kEChunk < e64 ? e + kEChunk : e + kEChunk - e64;
-    if (slot == kTapNextB1) taps[i] = next < p.E ? Elem<In>::to_float(in_ptr<In>(p.b1)[next]) : 0.0f;
   }
 }
 

@@ -9,9 +9,9 @@ The kernel gets w = v / 2 (the depthwise runs on halved taps and bias):
     Chebyshev nodes.
 
 Needs numpy and scipy (not project dependencies): python results/gelu_fit.py
-[DEGREE] (10, the fp32 kernels' GELU, by default; the 16-bit kernel's GELUs
-are degrees 6 (bf16) and 7 (fp16): their error is far below half an ulp of
-the h3 they are rounded to).
+[DEGREE] (10, the fp32 kernels' GELU, by default; the 16-bit kernel's is
+degree 6, for bf16 and fp16 alike: its error is far below half an ulp of
+the h3 it is rounded to).
 The float32 evaluation follows the kernel's (P by one Horner chain in a),
 models fmaf as one rounding of the exact a*b + c, and the hardware's ex2 as
 exact to 2 ulp (both signs tried).
