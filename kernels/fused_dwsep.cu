@@ -499,8 +499,8 @@ __device__ __forceinline__ void pack_taps(const Params& p, float* taps, int64_t 
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t e = i / kTapRecord, slot = i % kTapRecord, k = slot - first_tap;
     float v = 0.0f;
-    if (slot == kTapNextB1) {  // not halved
-      const int64_t next = e + kEChunk < e64 ? e + kEChunk : e + kEChunk - e64;  // (a modulo here made the TF32 pack kernels spill)
+    if (slot == kTapNextB1) {  // not halved; a subtraction, as a modulo made the TF32 pack kernels spill
+      const int64_t next = e + kEChunk < e64 ? e + kEChunk : e + kEChunk - e64;
       taps[i] = next < p.E ? Elem<In>::to_float(in_ptr<In>(p.b1)[next]) : 0.0f;
       continue;
     }
