@@ -3189,14 +3189,104 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   pack_taps<In>(p, p.workspace + G::taps_offset_floats(E), nc * kEChunk);
 }
 
+// Positions p0 .. p0 + 7 of a row of x (p0 a multiple of 8; zero outside
+// [0, L) and where !in_c) as four words, for a row that need not be 16-byte
+// aligned: the 4-byte words that hold them (5 where p0 is a word's high
+// half: odd), shifted into place; a 2-byte load where a word would reach
+// past the row's ends, so that nothing outside [0, L) of the row is read (x
+// may end where its allocation does). The octet lies wholly below 0 or at
+// or above it.
+template <class In>
+__device__ __forceinline__ void load_octet_words(uint32_t (&v)[4], const In* row, bool in_c, int L, int p0) {
+  const int odd = static_cast<int>(reinterpret_cast<uintptr_t>(row + p0) / sizeof(In) % 2);
+  uint32_t u[5];
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    const int pos = p0 - odd + 2 * k;  // the word's low half
+    u[k] = 0;
+    if (!in_c || p0 < 0 || p0 >= L || (k == 4 && !odd)) continue;
+    if (pos >= 0 && pos + 1 < L)
+      u[k] = __ldg(reinterpret_cast<const unsigned int*>(row + pos));
+    else if (pos >= p0 && pos < L)  // the row's last position, in the low half
+      u[k] = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
+    else if (pos + 1 == p0)  // the row's first position (p0 = 0), in the high half
+      u[k] = static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row + p0))) << 16;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = __funnelshift_r(u[j], u[j + 1], 16 * odd);
+}
+
+// An inner item's 8 rows (channels cg * 8 + i, positions p0 .. p0 + 7, octet
+// oct of the warpgroup's kPosTiles, p0 >= 0) where rows need not be 16-byte
+// aligned, with one 16-byte load a row, as the aligned path has. Row i's
+// octet starts s_i elements into an aligned block: the lane loads that block,
+// and the next one, which holds the octet's rest, is the next octet's lane's
+// (same group, same warp: item_octet, item_group), by a shuffle; the last
+// octet's next blocks are loaded besides, row i's by the lane of octet
+// i % kPosTiles. Then shifted into place (by 2 words, 1 word, half a word)
+// and positions from L on set to 0. A block is loaded only where it holds a
+// position of [0, L) of its row, so one of x's elements: it starts inside
+// x's allocation (16-byte aligned at least) and ends inside the granule
+// that holds that element (CUDA maps allocations in whole granules of 256
+// bytes and more); what it holds besides is shifted out or masked. (Both
+// blocks loaded by one lane took 64 registers of loads and ran slower than
+// 4-byte words: kernels/NOTES.md, v32.)
+template <class G, class In>
+__device__ __forceinline__ void load_octets_shifted(uint32_t (&v)[8][4], const In* xb, int C, int L, int p0, int cg,
+                                                    int oct, int lane) {
+  constexpr int kOp = G::kOctetsPerLane, kLast = G::kPosTiles - 1, kExtra = 8 / G::kPosTiles;
+  static_assert(8 % G::kPosTiles == 0, "the last octet's next blocks: 8 / kPosTiles a lane");
+  // the lane of octet r of this lane's group (the inverse of item_octet, item_group)
+  auto lane_of = [&](int r) { return r / kOp + 4 * (lane % 8 / 4) + 8 * (r % kOp) + 8 * kOp * (lane / (8 * kOp)); };
+  const int next = oct < kLast ? lane_of(oct + 1) : lane;
+  auto block = [&](int c, int at) {  // the aligned block that holds position at of row c, or 0
+    const In* row = xb + static_cast<int64_t>(c) * L;
+    const int start = at - static_cast<int>(reinterpret_cast<uintptr_t>(row + at) % sizeof(uint4) / sizeof(In));
+    return c < C && start < L ? __ldg(reinterpret_cast<const uint4*>(row + start)) : make_uint4(0, 0, 0, 0);
+  };
+  uint4 own[8], extra[kExtra];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) own[i] = block(cg * 8 + i, p0);
+#pragma unroll
+  for (int e = 0; e < kExtra; ++e) extra[e] = block(cg * 8 + oct + e * G::kPosTiles, p0 + 8 * (kLast - oct + 1));
+  // positions p0 + k from L on: 0 (the low or high half of word k / 2)
+  const int valid = min(max(L - p0, 0), 8);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int s = static_cast<int>(reinterpret_cast<uintptr_t>(xb + static_cast<int64_t>(cg * 8 + i) * L + p0) %
+                                   sizeof(uint4) / sizeof(In));
+    const int src = lane_of(i % G::kPosTiles);
+    const uint4 ex = extra[i / G::kPosTiles];
+    uint32_t nb[4];  // the block after the own one: the next octet's, or for the last octet an extra
+    nb[0] = __shfl_sync(0xffffffffu, own[i].x, next);
+    nb[1] = __shfl_sync(0xffffffffu, own[i].y, next);
+    nb[2] = __shfl_sync(0xffffffffu, own[i].z, next);
+    nb[3] = __shfl_sync(0xffffffffu, own[i].w, next);
+    const uint32_t e0 = __shfl_sync(0xffffffffu, ex.x, src), e1 = __shfl_sync(0xffffffffu, ex.y, src);
+    const uint32_t e2 = __shfl_sync(0xffffffffu, ex.z, src), e3 = __shfl_sync(0xffffffffu, ex.w, src);
+    if (oct == kLast) nb[0] = e0, nb[1] = e1, nb[2] = e2, nb[3] = e3;
+    const uint32_t w[8] = {own[i].x, own[i].y, own[i].z, own[i].w, nb[0], nb[1], nb[2], nb[3]};
+    uint32_t a[6], d[5];
+#pragma unroll
+    for (int k = 0; k < 6; ++k) a[k] = s & 4 ? w[k + 2] : w[k];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) d[k] = s & 2 ? a[k + 1] : a[k];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t word = __funnelshift_r(d[j], d[j + 1], 16 * (s & 1));
+      v[i][j] = 2 * j + 1 < valid ? word : 2 * j < valid ? word & 0xffffu : 0u;
+    }
+  }
+}
+
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
 // zero outside [0, L) and beyond C), in column order, and its bias-step
 // flags v. Work items of 8 channels x 8 positions (an octet at a multiple of
-// 8 from pw0 - 8): eight 16-byte loads (4-byte words where rows are not
-// 16-byte aligned), transposed in registers, eight 16-byte stores.
-template <class G, class In>
-__device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, bool vec,
-                                        int t) {
+// 8 from pw0 - 8): eight 16-byte loads (where rows are not 16-byte aligned:
+// load_octets_shifted on Tile128's inner octets, load_octet_words on the
+// rest), transposed in registers, eight 16-byte stores.
+template <class G, class In, bool kAligned>
+__device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, int t) {
   if (t < G::kCols) {
     const int pos = pw0 + G::position_of(t);
     *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
@@ -3206,45 +3296,29 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
   // then the halo octets (positions -8.., kGroupT..), 8 adjacent groups a
   // quarter warp
   constexpr int kInner = G::kPosTiles * G::kGroupsC, kItems = G::kOctets * G::kGroupsC;
+  static_assert(kInner % kWarpSize == 0, "load_octets_shifted: whole warps of inner items");
   for (int item = t; item < kItems; item += kWarpgroupThreads) {
     const int halo = item - kInner;
     const int oct = halo < 0 ? 1 + G::item_octet(item) : halo < G::kGroupsC ? 0 : G::kOctets - 1;
     const int cg = halo < 0 ? G::item_group(item) : halo % G::kGroupsC;
     const int p0 = pw0 - 2 * kHalo + 8 * oct;
     uint32_t v[8][4];
+    // (warp-uniform: kInner is a multiple of 32; not on Tile64, whose fp16
+    // kernel spilled 360 bytes with it)
+    if (!kAligned && G::kPosTiles == Tile128::kPosTiles && halo < 0) {
+      load_octets_shifted<G, In>(v, xb, C, L, p0, cg, oct - 1, t % kWarpSize);
+    } else {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int c = cg * 8 + i;
-      const In* row = xb + static_cast<int64_t>(c) * L;
-      if (vec) {
-        uint4 u = make_uint4(0, 0, 0, 0);
-        if (c < C && p0 >= 0 && p0 < L) u = __ldg(reinterpret_cast<const uint4*>(row + p0));
-        v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
-      } else {
-        // A row that is not 16-byte aligned (L % 8 != 0, or x at an offset):
-        // the 4-byte words that hold the octet (5 where its first position is
-        // a word's high half: odd), shifted into place; a 2-byte load where a
-        // word would reach past the row's ends. With 2-byte loads (and stores)
-        // throughout, a tile of such rows cost ~50% more than an aligned one at
-        // L = 3757 (kernels/NOTES.md, v31).
-        // p0 is a multiple of 8, so the octet lies wholly below 0 or at or above it.
-        // (Only positions in [0, L) are read: x may end at its allocation's end.)
-        const int odd = static_cast<int>(reinterpret_cast<uintptr_t>(row + p0) / sizeof(In) % 2);
-        uint32_t u[5];
-#pragma unroll
-        for (int k = 0; k < 5; ++k) {
-          const int pos = p0 - odd + 2 * k;  // the word's low half
-          u[k] = 0;
-          if (c >= C || p0 < 0 || p0 >= L || (k == 4 && !odd)) continue;
-          if (pos >= 0 && pos + 1 < L)
-            u[k] = __ldg(reinterpret_cast<const unsigned int*>(row + pos));
-          else if (pos >= p0 && pos < L)  // the row's last position, in the low half
-            u[k] = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
-          else if (pos + 1 == p0)  // the row's first position (p0 = 0), in the high half
-            u[k] = static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row + p0))) << 16;
+      for (int i = 0; i < 8; ++i) {
+        const int c = cg * 8 + i;
+        const In* row = xb + static_cast<int64_t>(c) * L;
+        if constexpr (kAligned) {
+          uint4 u = make_uint4(0, 0, 0, 0);
+          if (c < C && p0 >= 0 && p0 < L) u = __ldg(reinterpret_cast<const uint4*>(row + p0));
+          v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
+        } else {
+          load_octet_words<In>(v[i], row, c < C, L, p0);
         }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[i][j] = __funnelshift_r(u[j], u[j + 1], 16 * odd);
       }
     }
 #pragma unroll
@@ -3469,7 +3543,11 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // x^T read: free for the next tile's x
 }
 
-template <class G, class In>
+// kAlignedX: every row of x 16-byte aligned (L % 8 == 0 and x so aligned),
+// and stage_x takes the 16-byte path. A template flag, not a runtime one:
+// with the unaligned rows' code in the same kernel the aligned case ran 3%
+// slower (kernels/NOTES.md, v33, v34).
+template <class G, class In, bool kAlignedX>
 __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h16_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
@@ -3499,8 +3577,6 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   auto fills = [&] { return 2 * static_cast<int>(chunks(p.E)) * cta_tiles(); };  // 2 ring fills a chunk
   auto taps = [&p] { return p.workspace + G::taps_offset_floats(p.E); };
   auto x_row = [&p](int b) { return in_ptr<In>(p.x) + static_cast<int64_t>(b) * p.C * p.L; };
-  // 16-byte rows of x for x^T's loads
-  auto vec = [&p] { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; };
 
   auto issue_fill = [&](int f) {
     const int slot = f % G::kSlots;
@@ -3534,7 +3610,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   int b, pw0;
   if (my_tiles > 0) {
     tile_at(0, b, pw0);
-    stage_x<G, In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
+    stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
     fence_proxy_async();
   }
   if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
@@ -3650,7 +3726,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
     if (!last_tile) {
       tile_at(it + 1, b, pw0);
-      stage_x<G, In>(sbase + (xt - base), valid, x_row(b), C, L, pw0, vec(), t);
+      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
       fence_proxy_async();
     }
   }
@@ -3857,10 +3933,12 @@ TcLaunch tc_launch(const Params& p) {
 TcLaunch tc_launch(Path path, const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma16)
-    return with_h16_kernel(p, [](auto tile, auto in) {
+    return with_h16_kernel(p, [&](auto tile, auto in) {
       using G = decltype(tile);
-      return TcLaunch{wg::h16::fused_dwsep_h16_kernel<G, typename decltype(in)::type>, G::kSmemBytes, G::kTileT,
-                      G::kCMax};
+      using In = typename decltype(in)::type;
+      const bool aligned_x = p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+      return TcLaunch{aligned_x ? wg::h16::fused_dwsep_h16_kernel<G, In, true> : wg::h16::fused_dwsep_h16_kernel<G, In, false>,
+                      G::kSmemBytes, G::kTileT, G::kCMax};
     });
 #endif
 #if defined(FUSED_DWSEP_SM90A)

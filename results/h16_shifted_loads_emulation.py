@@ -1,5 +1,4 @@
-"""CPU emulation of load_octets_shifted (results/h16_v34_wip.patch, not yet
-landed): the staging of x^T's inner octets on Tile128 where rows of x are not
+"""CPU emulation of load_octets_shifted (kernels/fused_dwsep.cu, v34): the staging of x^T's inner octets on Tile128 where rows of x are not
 16-byte aligned. For one warp of inner items it follows the kernel index for
 index: each lane loads the aligned 16-byte block that holds its octet's first
 position in each of its 8 rows, plus the block after the last octet for row
