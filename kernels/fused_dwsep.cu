@@ -3043,6 +3043,16 @@ __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
   return row * kRowBytes + (((k / 8) ^ (row % 8)) * kChunkBytes) + (k % 8) * 2;
 }
 
+// The channel at K index k of x^T (and of W1's packed K, W2's packed M, y^T
+// in the epilogue): chunk r of a 64-channel block holds channels 8 i + r, i =
+// 0..7, so that one chunk's rows of x (and of y) all start at one alignment
+// (the row of channel c starts c L elements on: mod 8, that depends on c mod
+// 8 only), and 8 channels x 8 positions move by aligned 16-byte blocks of
+// every row at any L (stage_x). Its own inverse.
+__host__ __device__ constexpr int channel_of(int k) { return k / kKBlock * kKBlock + k % 8 * 8 + k % kKBlock / 8; }
+static_assert(channel_of(channel_of(77)) == 77 && channel_of(8 * 3 + 1) == 8 + 3 && channel_of(64 + 9) == 64 + 9,
+              "channel_of: the transpose of the 8 x 8 chunk index in each 64-channel block");
+
 // A tiling: kGroupT positions a warpgroup (the CTA's tile is twice that), C up
 // to kCMax, kSlots ring slots of one chunk's W1 or W2 each.
 template <int kGroupT_, int kCMax_, int kSlots_>
@@ -3158,8 +3168,9 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, ui
                : "memory");
 }
 
-// The weights in the kernel's slot images (In, zero-padded to 256 channels
-// and whole chunks) and the tap records, grid-stride.
+// The weights in the kernel's slot images (In, zero-padded to kCMax channels
+// and whole chunks, channels in channel_of's order) and the tap records,
+// grid-stride.
 template <class G, class In>
 __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   const In* const w1 = in_ptr<In>(p.w1);
@@ -3178,10 +3189,10 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
     const int k = ((o % kKBlock / 8) ^ (r % 8)) * 8 + o % 8;      // undo the swizzle
     float v = 0.0f;
     if (!is_w2) {
-      const int64_t e = chunk * kEChunk + r, c = static_cast<int64_t>(block) * kKBlock + k;
+      const int64_t e = chunk * kEChunk + r, c = channel_of(block * kKBlock + k);
       if (e < E && c < C) v = Elem<In>::to_float(w1[e * C + c]);
     } else {
-      const int64_t c = r, e = chunk * kEChunk + k;
+      const int64_t c = channel_of(r), e = chunk * kEChunk + k;
       if (e < E && c < C) v = Elem<In>::to_float(w2[c * E + e]);
     }
     ws[i] = Elem<In>::from_float(v);
@@ -3189,102 +3200,20 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   pack_taps<In>(p, p.workspace + G::taps_offset_floats(E), nc * kEChunk);
 }
 
-// Positions p0 .. p0 + 7 of a row of x (p0 a multiple of 8; zero outside
-// [0, L) and where !in_c) as four words, for a row that need not be 16-byte
-// aligned: the 4-byte words that hold them (5 where p0 is a word's high
-// half: odd), shifted into place; a 2-byte load where a word would reach
-// past the row's ends, so that nothing outside [0, L) of the row is read (x
-// may end where its allocation does). The octet lies wholly below 0 or at
-// or above it.
-template <class In>
-__device__ __forceinline__ void load_octet_words(uint32_t (&v)[4], const In* row, bool in_c, int L, int p0) {
-  const int odd = static_cast<int>(reinterpret_cast<uintptr_t>(row + p0) / sizeof(In) % 2);
-  uint32_t u[5];
-#pragma unroll
-  for (int k = 0; k < 5; ++k) {
-    const int pos = p0 - odd + 2 * k;  // the word's low half
-    u[k] = 0;
-    if (!in_c || p0 < 0 || p0 >= L || (k == 4 && !odd)) continue;
-    if (pos >= 0 && pos + 1 < L)
-      u[k] = __ldg(reinterpret_cast<const unsigned int*>(row + pos));
-    else if (pos >= p0 && pos < L)  // the row's last position, in the low half
-      u[k] = __ldg(reinterpret_cast<const unsigned short*>(row + pos));
-    else if (pos + 1 == p0)  // the row's first position (p0 = 0), in the high half
-      u[k] = static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row + p0))) << 16;
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = __funnelshift_r(u[j], u[j + 1], 16 * odd);
-}
-
-// An inner item's 8 rows (channels cg * 8 + i, positions p0 .. p0 + 7, octet
-// oct of the warpgroup's kPosTiles, p0 >= 0) where rows need not be 16-byte
-// aligned, with one 16-byte load a row, as the aligned path has. Row i's
-// octet starts s_i elements into an aligned block: the lane loads that block,
-// and the next one, which holds the octet's rest, is the next octet's lane's
-// (same group, same warp: item_octet, item_group), by a shuffle; the last
-// octet's next blocks are loaded besides, row i's by the lane of octet
-// i % kPosTiles. Then shifted into place (by 2 words, 1 word, half a word)
-// and positions from L on set to 0. A block is loaded only where it holds a
-// position of [0, L) of its row, so one of x's elements: it starts inside
-// x's allocation (16-byte aligned at least) and ends inside the granule
-// that holds that element (CUDA maps allocations in whole granules of 256
-// bytes and more); what it holds besides is shifted out or masked. (Both
-// blocks loaded by one lane took 64 registers of loads and ran slower than
-// 4-byte words: kernels/NOTES.md, v32.)
-template <class G, class In>
-__device__ __forceinline__ void load_octets_shifted(uint32_t (&v)[8][4], const In* xb, int C, int L, int p0, int cg,
-                                                    int oct, int lane) {
-  constexpr int kOp = G::kOctetsPerLane, kLast = G::kPosTiles - 1, kExtra = 8 / G::kPosTiles;
-  static_assert(8 % G::kPosTiles == 0, "the last octet's next blocks: 8 / kPosTiles a lane");
-  // the lane of octet r of this lane's group (the inverse of item_octet, item_group)
-  auto lane_of = [&](int r) { return r / kOp + 4 * (lane % 8 / 4) + 8 * (r % kOp) + 8 * kOp * (lane / (8 * kOp)); };
-  const int next = oct < kLast ? lane_of(oct + 1) : lane;
-  auto block = [&](int c, int at) {  // the aligned block that holds position at of row c, or 0
-    const In* row = xb + static_cast<int64_t>(c) * L;
-    const int start = at - static_cast<int>(reinterpret_cast<uintptr_t>(row + at) % sizeof(uint4) / sizeof(In));
-    return c < C && start < L ? __ldg(reinterpret_cast<const uint4*>(row + start)) : make_uint4(0, 0, 0, 0);
-  };
-  uint4 own[8], extra[kExtra];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) own[i] = block(cg * 8 + i, p0);
-#pragma unroll
-  for (int e = 0; e < kExtra; ++e) extra[e] = block(cg * 8 + oct + e * G::kPosTiles, p0 + 8 * (kLast - oct + 1));
-  // positions p0 + k from L on: 0 (the low or high half of word k / 2)
-  const int valid = min(max(L - p0, 0), 8);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int s = static_cast<int>(reinterpret_cast<uintptr_t>(xb + static_cast<int64_t>(cg * 8 + i) * L + p0) %
-                                   sizeof(uint4) / sizeof(In));
-    const int src = lane_of(i % G::kPosTiles);
-    const uint4 ex = extra[i / G::kPosTiles];
-    uint32_t nb[4];  // the block after the own one: the next octet's, or for the last octet an extra
-    nb[0] = __shfl_sync(0xffffffffu, own[i].x, next);
-    nb[1] = __shfl_sync(0xffffffffu, own[i].y, next);
-    nb[2] = __shfl_sync(0xffffffffu, own[i].z, next);
-    nb[3] = __shfl_sync(0xffffffffu, own[i].w, next);
-    const uint32_t e0 = __shfl_sync(0xffffffffu, ex.x, src), e1 = __shfl_sync(0xffffffffu, ex.y, src);
-    const uint32_t e2 = __shfl_sync(0xffffffffu, ex.z, src), e3 = __shfl_sync(0xffffffffu, ex.w, src);
-    if (oct == kLast) nb[0] = e0, nb[1] = e1, nb[2] = e2, nb[3] = e3;
-    const uint32_t w[8] = {own[i].x, own[i].y, own[i].z, own[i].w, nb[0], nb[1], nb[2], nb[3]};
-    uint32_t a[6], d[5];
-#pragma unroll
-    for (int k = 0; k < 6; ++k) a[k] = s & 4 ? w[k + 2] : w[k];
-#pragma unroll
-    for (int k = 0; k < 5; ++k) d[k] = s & 2 ? a[k + 1] : a[k];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t word = __funnelshift_r(d[j], d[j + 1], 16 * (s & 1));
-      v[i][j] = 2 * j + 1 < valid ? word : 2 * j < valid ? word & 0xffffu : 0u;
-    }
-  }
-}
-
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
 // zero outside [0, L) and beyond C), in column order, and its bias-step
-// flags v. Work items of 8 channels x 8 positions (an octet at a multiple of
-// 8 from pw0 - 8): eight 16-byte loads (where rows are not 16-byte aligned:
-// load_octets_shifted on Tile128's inner octets, load_octet_words on the
-// rest), transposed in registers, eight 16-byte stores.
+// flags v. Work items of 8 channels (a chunk of x^T: one alignment class,
+// channel_of) x 8 positions: eight aligned 16-byte loads, one a row,
+// transposed in registers, eight 16-byte stores. The chunk's rows start at
+// one alignment, so its blocks are aligned blocks of every row at once: the
+// first holds position pw0 - kHalo at element `lead` (kHalo where rows are
+// 16-byte aligned), and kOctets blocks cover the 72 positions whatever
+// `lead` is (72 + 7 <= 80). A block is loaded only where it holds a
+// position of [0, L) of its row, so one of x's elements: it starts inside
+// x's allocation (16-byte aligned at least) and ends inside the granule that
+// holds that element (CUDA maps allocations in whole granules of 256 bytes
+// and more); positions outside [0, L) are stored as 0. (v31-v34 shifted
+// unaligned rows into octets by words or shuffles: kernels/NOTES.md.)
 template <class G, class In, bool kAligned>
 __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, int t) {
   if (t < G::kCols) {
@@ -3292,38 +3221,28 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
     *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
         Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
   }
-  // items: the kPosTiles octets of positions 0.. by item_octet, item_group;
-  // then the halo octets (positions -8.., kGroupT..), 8 adjacent groups a
-  // quarter warp
+  // items: the kPosTiles inner blocks by item_octet, item_group; then the
+  // first and the last block, 8 adjacent chunks a quarter warp
   constexpr int kInner = G::kPosTiles * G::kGroupsC, kItems = G::kOctets * G::kGroupsC;
-  static_assert(kInner % kWarpSize == 0, "load_octets_shifted: whole warps of inner items");
   for (int item = t; item < kItems; item += kWarpgroupThreads) {
     const int halo = item - kInner;
     const int oct = halo < 0 ? 1 + G::item_octet(item) : halo < G::kGroupsC ? 0 : G::kOctets - 1;
     const int cg = halo < 0 ? G::item_group(item) : halo % G::kGroupsC;
-    const int p0 = pw0 - 2 * kHalo + 8 * oct;
+    const int lead = kAligned ? kHalo : static_cast<int>((reinterpret_cast<uintptr_t>(xb) / sizeof(In) +
+                                                          static_cast<uintptr_t>(channel_of(8 * cg)) * L +
+                                                          static_cast<uintptr_t>(pw0 - kHalo)) % 8);
+    const int a = pw0 - kHalo - lead + 8 * oct;  // the block's first position
     uint32_t v[8][4];
-    // (warp-uniform: kInner is a multiple of 32; not on Tile64, whose fp16
-    // kernel spilled 360 bytes with it)
-    if (!kAligned && G::kPosTiles == Tile128::kPosTiles && halo < 0) {
-      load_octets_shifted<G, In>(v, xb, C, L, p0, cg, oct - 1, t % kWarpSize);
-    } else {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int c = cg * 8 + i;
-        const In* row = xb + static_cast<int64_t>(c) * L;
-        if constexpr (kAligned) {
-          uint4 u = make_uint4(0, 0, 0, 0);
-          if (c < C && p0 >= 0 && p0 < L) u = __ldg(reinterpret_cast<const uint4*>(row + p0));
-          v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
-        } else {
-          load_octet_words<In>(v[i], row, c < C, L, p0);
-        }
-      }
+    for (int i = 0; i < 8; ++i) {
+      const int c = channel_of(8 * cg + i);
+      uint4 u = make_uint4(0, 0, 0, 0);
+      if (c < C && a + 8 > 0 && a < L) u = __ldg(reinterpret_cast<const uint4*>(xb + static_cast<int64_t>(c) * L + a));
+      v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
     }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int p = 8 * oct - 2 * kHalo + j;  // warpgroup position
+      const int p = a + j - pw0;  // warpgroup position
       if (p < -kHalo || p >= G::kGroupT + kHalo) continue;
       const uint32_t sel = j % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
       uint4 w;
@@ -3331,6 +3250,7 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
       w.y = __byte_perm(v[2][j / 2], v[3][j / 2], sel);
       w.z = __byte_perm(v[4][j / 2], v[5][j / 2], sel);
       w.w = __byte_perm(v[6][j / 2], v[7][j / 2], sel);
+      if (!kAligned && (a + j < 0 || a + j >= L)) w = make_uint4(0, 0, 0, 0);  // (aligned: whole blocks)
       const int n = G::column_of(p);
       *reinterpret_cast<uint4*>(xt + (cg / 8) * G::kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
     }
@@ -3469,7 +3389,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     float bias[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = mb * kWgmmaM + warp * kMmaM + 8 * h + g;
+      const int c = channel_of(mb * kWgmmaM + warp * kMmaM + 8 * h + g);
       bias[h] = c < C ? Elem<In>::to_float(b2[c]) : 0.0f;
     }
 #pragma unroll
@@ -3489,12 +3409,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   }
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // y^T complete in x^T
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
-  const int items = G::kPosTiles * static_cast<int>(round_up((C + 7) / 8, 2));  // (octet, 8 channels)
+  // (octet, chunk) items over the chunks that hold a channel below C
+  const int items = G::kPosTiles * static_cast<int>(round_up(C / kKBlock * 8 + min(C % kKBlock, 8), 2));
 #pragma unroll 1
   for (int item = t; item < items; item += kWarpgroupThreads) {
     const int oct = G::item_octet(item), cg = G::item_group(item), p0 = pw0 + 8 * oct;
-    if (p0 >= L || cg * 8 >= C) continue;
-    uint32_t v[8][4];  // positions p0 + k, channels cg * 8 + 0..7 (two a word)
+    if (p0 >= L || channel_of(8 * cg) >= C) continue;
+    uint32_t v[8][4];  // positions p0 + k, channels channel_of(cg * 8 + 0..7) (two a word)
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const uint4 u = *reinterpret_cast<const uint4*>(xt_ptr + (cg / 8) * G::kXtBlockBytes +
@@ -3503,7 +3424,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     }
 #pragma unroll
     for (int ch = 0; ch < 8; ++ch) {
-      const int c = cg * 8 + ch;
+      const int c = channel_of(cg * 8 + ch);
       if (c >= C) continue;
       const uint32_t sel = ch % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
       uint32_t w[4];

@@ -1,13 +1,17 @@
 """The 16-bit wgmma kernel's data layouts, emulated on the CPU (numpy).
 
 kernels/fused_dwsep.cu, namespace wg::h16: the weight slot images (pack_kernel),
-x^T in GEMM1's permuted column order and its bias-step flags (stage_x), the
+x^T in GEMM1's permuted column order and its bias-step flags (stage_x, from x
+at any element offset and any L by aligned 16-byte blocks of channel_of's
+alignment classes), the
 128-byte-swizzled K-major operands as wgmma descriptors read them, GEMM1's
 accumulator fragments, the quad shuffles of the depthwise, stmatrix .trans into
 h3^T, GEMM2 and the epilogue, re-written here index for index for both tiles
 (Tile128: 64 positions a warpgroup, C <= 256; Tile64: 32, C <= 384) and run on
 ragged shapes (C short of the tile's, a partial chunk of E, K < 9, a partial
-last tile), then compared with the block in float64. It checks the index
+last tile, x at element offsets 0 to 7 and L of every residue mod 8), then
+compared with the block in float64; every 16-byte block the staging loads
+must hold one of x's elements (so that it stays inside x's allocation). It checks the index
 arithmetic, given the hardware's documented layouts (swizzle: address bits 4-6
 ^= bits 7-9; wgmma D fragments: row 16 warp + lane / 4 (+ 8), column 8 j +
 2 (lane % 4) (+ 1); stmatrix .trans: memory row i of a matrix holds its column
@@ -48,6 +52,11 @@ def interleave_read(img, start, rows, lbo, sbo, kk=16):
     return out
 
 
+def channel_of(k):
+    """The channel at K index k of x^T: chunk r of a 64-channel block holds channels 8 i + r."""
+    return k // KBLOCK * KBLOCK + k % 8 * 8 + k % KBLOCK // 8
+
+
 def block(x, w1, b1, wd, bd, w2, b2):
     C, L = x.shape
     E, K = wd.shape
@@ -58,8 +67,12 @@ def block(x, w1, b1, wd, bd, w2, b2):
     return w2 @ h3 + b2[:, None] + x
 
 
-def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
+def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
     C, L = x.shape
+    # x in memory: x_off elements (2 bytes each) past a 16-byte boundary; what
+    # lies around it in its allocation is garbage the staging must not use
+    mem = np.full(x_off + C * L + 8, 1e30)
+    mem[x_off:x_off + C * L] = x.ravel()
     E, K = wd.shape
     cols = group_t + 2 * HALO
     lane_pos, pos_tiles, kblocks = group_t // 4, group_t // 8, c_max // KBLOCK
@@ -108,10 +121,10 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
         r = o // 64 if is_w2 else o % (slot_elems // kblocks) // 64
         k = ((o % 64 // 8) ^ (r % 8)) * 8 + o % 8
         if not is_w2:
-            e, c = chunk * 64 + r, blk * 64 + k
+            e, c = chunk * 64 + r, channel_of(blk * 64 + k)
             ws[i] = w1[e, c] if e < E and c < C else 0
         else:
-            c, e = r, chunk * 64 + k
+            c, e = channel_of(r), chunk * 64 + k
             ws[i] = w2[c, e] if e < E and c < C else 0
     taps = np.zeros((nc * 64, 12))
     first_tap = HALO - K // 2
@@ -133,17 +146,28 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
             for t in range(cols):
                 pos = pw0 + position_of(t)
                 valid[(t // 8 * 256 + t % 8 * 16) // 2] = 1.0 if 0 <= pos < L else 0.0
+            written = np.zeros(kblocks * xt_block // 2, dtype=int)
             for item in range(octets * c_max // 8):
                 oct, cg = stage_item(item)
-                p0 = pw0 - 2 * HALO + 8 * oct
+                lead = (x_off + channel_of(8 * cg) * L + pw0 - HALO) % 8
+                a = pw0 - HALO - lead + 8 * oct  # the block's first position
+                blocks = np.zeros((8, 8))  # [row i, element j]
+                for i in range(8):
+                    c = channel_of(8 * cg + i)
+                    if c < C and a + 8 > 0 and a < L:
+                        start = x_off + c * L + a
+                        assert start % 8 == 0, "an unaligned block"
+                        assert any(0 <= start + j - x_off - c * L < L for j in range(8)), "a block with none of the row"
+                        blocks[i] = mem[start:start + 8]
                 for j in range(8):
-                    p = 8 * oct - 2 * HALO + j
+                    p = a + j - pw0
                     if p < -HALO or p >= group_t + HALO:
                         continue
                     base = (cg // 8) * xt_block + swz(column_of(p), (cg % 8) * 8)
                     for i in range(8):
-                        c, pos = cg * 8 + i, p0 + j
-                        xt[base // 2 + i] = x[c, pos] if c < C and 0 <= pos < L else 0
+                        xt[base // 2 + i] = blocks[i, j] if 0 <= a + j < L else 0
+                        written[base // 2 + i] += 1
+            assert (written.reshape(kblocks, cols, 64) == 1).all(), "x^T: an element written twice or not at all"
             acc = np.zeros((c_max, group_t))
             for ch in range(nc):
                 # GEMM1 (A = W1 slot, B = x^T) and the bias step
@@ -206,32 +230,41 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                         acc[mb * 64:(mb + 1) * 64] += desc_read(slot2, mb * W1_BLOCK + ks * 32, 64) @ Bm.T
             # store_y: acc's column n is x^T's row n (the residual), position
             # position_of(n); y^T written over x^T, then copied out by items
-            for c in range(C):
-                for n in range(group_t):
-                    xt[((c // 64) * xt_block + swz(n, c % 64)) // 2] += acc[c, n] + b2[c]
-            g_even = -(-(-(-C // 8)) // 2) * 2
-            for item in range(pos_tiles * g_even):
+            # (acc's row k, x^T's K index k: channel_of(k))
+            for k in range(kblocks * 64):
+                if channel_of(k) < C:
+                    for n in range(group_t):
+                        xt[((k // 64) * xt_block + swz(n, k % 64)) // 2] += acc[k, n] + b2[channel_of(k)]
+            chunks_used = C // 64 * 8 + min(C % 64, 8)
+            for item in range(pos_tiles * -(-chunks_used // 2) * 2):
                 oct, cg = item_octet(item), item_group(item)
-                for k in range(8):
-                    p = pw0 + 8 * oct + k
-                    for c in range(cg * 8, min(cg * 8 + 8, C)):
-                        if p < L:
-                            y[c, p] = xt[((c // 64) * xt_block + swz(column_of(8 * oct + k), c % 64)) // 2]
+                if channel_of(8 * cg) >= C:
+                    continue
+                for kk in range(8):
+                    p = pw0 + 8 * oct + kk
+                    for k in range(cg * 8, cg * 8 + 8):
+                        if p < L and channel_of(k) < C:
+                            y[channel_of(k), p] = xt[((k // 64) * xt_block + swz(column_of(8 * oct + kk), k % 64)) // 2]
     return y
 
 
 def main():
     rng = np.random.default_rng(0)
-    for name, group_t, c_max, (C, E, K, L) in (("Tile128", 64, 256, (200, 100, 7, 150)),
-                                               ("Tile64", 32, 384, (300, 70, 5, 90))):
+    for name, group_t, c_max, (C, E, K, L), x_off in (("Tile128", 64, 256, (200, 100, 7, 150), 0),
+                                                      ("Tile128", 64, 256, (100, 70, 9, 157), 3),
+                                                      ("Tile128", 64, 256, (67, 64, 3, 131), 6),
+                                                      ("Tile128", 64, 256, (256, 64, 9, 136), 0),
+                                                      ("Tile128", 64, 256, (5, 64, 9, 61), 1),
+                                                      ("Tile64", 32, 384, (300, 70, 5, 90), 0),
+                                                      ("Tile64", 32, 384, (384, 64, 9, 67), 5)):
         x = rng.standard_normal((C, L))
         w1, b1 = rng.standard_normal((E, C)) / 10, rng.standard_normal(E)
         wd, bd = rng.standard_normal((E, K)), rng.standard_normal(E)
         w2, b2 = rng.standard_normal((C, E)) / 10, rng.standard_normal(C)
-        y = emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2)
+        y = emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off)
         ref = block(x, w1, b1, wd, bd, w2, b2)
         err = np.nanmax(np.abs(y - ref))
-        print(f"{name} C={C} E={E} K={K} L={L}: largest difference {err:.2e} (max |y| {np.abs(ref).max():.1f}), "
+        print(f"{name} C={C} E={E} K={K} L={L}, x {x_off} elements on: largest difference {err:.2e} (max |y| {np.abs(ref).max():.1f}), "
               f"unwritten outputs {np.isnan(y).sum()}")
         assert err < 1e-6 and not np.isnan(y).any(), f"{name}: the emulated layouts do not compute the block"
 
