@@ -3052,6 +3052,14 @@ __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
 __host__ __device__ constexpr int channel_of(int k) { return k / kKBlock * kKBlock + k % 8 * 8 + k % kKBlock / 8; }
 static_assert(channel_of(channel_of(77)) == 77 && channel_of(8 * 3 + 1) == 8 + 3 && channel_of(64 + 9) == 64 + 9,
               "channel_of: the transpose of the 8 x 8 chunk index in each 64-channel block");
+// The channel at K index k: channel_of's classes in the kernel for rows of x
+// that need not be 16-byte aligned (kByClass), the identity in the kernel
+// for aligned rows, whose code stays v34's (the classes cost it 1-3%,
+// kernels/NOTES.md, v35).
+template <bool kByClass>
+__host__ __device__ constexpr int channel_at(int k) {
+  return kByClass ? channel_of(k) : k;
+}
 
 // A tiling: kGroupT positions a warpgroup (the CTA's tile is twice that), C up
 // to kCMax, kSlots ring slots of one chunk's W1 or W2 each.
@@ -3091,6 +3099,10 @@ struct Tile {
   __host__ __device__ static constexpr int column_of(int p) {
     if (p < 0) return kPosTiles * kMmaN + p + kHalo;
     if (p >= kGroupT) return kPosTiles * kMmaN + p - kGroupT + kHalo;
+    return column_in(p);
+  }
+  // column_of for 0 <= p < kGroupT (no halo branches)
+  __host__ __device__ static constexpr int column_in(int p) {
     const int r = p % kLanePos, q = p / kLanePos;
     return (r / 2) * kMmaN + 2 * q + r % 2;
   }
@@ -3169,9 +3181,9 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, ui
 }
 
 // The weights in the kernel's slot images (In, zero-padded to kCMax channels
-// and whole chunks, channels in channel_of's order) and the tap records,
+// and whole chunks, channels in channel_at's order) and the tap records,
 // grid-stride.
-template <class G, class In>
+template <class G, class In, bool kByClass>
 __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
   const In* const w1 = in_ptr<In>(p.w1);
   const In* const w2 = in_ptr<In>(p.w2);
@@ -3189,10 +3201,10 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
     const int k = ((o % kKBlock / 8) ^ (r % 8)) * 8 + o % 8;      // undo the swizzle
     float v = 0.0f;
     if (!is_w2) {
-      const int64_t e = chunk * kEChunk + r, c = channel_of(block * kKBlock + k);
+      const int64_t e = chunk * kEChunk + r, c = channel_at<kByClass>(block * kKBlock + k);
       if (e < E && c < C) v = Elem<In>::to_float(w1[e * C + c]);
     } else {
-      const int64_t c = channel_of(r), e = chunk * kEChunk + k;
+      const int64_t c = channel_at<kByClass>(r), e = chunk * kEChunk + k;
       if (e < E && c < C) v = Elem<In>::to_float(w2[c * E + e]);
     }
     ws[i] = Elem<In>::from_float(v);
@@ -3229,15 +3241,16 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
     const int oct = halo < 0 ? 1 + G::item_octet(item) : halo < G::kGroupsC ? 0 : G::kOctets - 1;
     const int cg = halo < 0 ? G::item_group(item) : halo % G::kGroupsC;
     const int lead = kAligned ? kHalo : static_cast<int>((reinterpret_cast<uintptr_t>(xb) / sizeof(In) +
-                                                          static_cast<uintptr_t>(channel_of(8 * cg)) * L +
+                                                          static_cast<uintptr_t>(channel_at<!kAligned>(8 * cg)) * L +
                                                           static_cast<uintptr_t>(pw0 - kHalo)) % 8);
     const int a = pw0 - kHalo - lead + 8 * oct;  // the block's first position
     uint32_t v[8][4];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const int c = channel_of(8 * cg + i);
+      const int c = channel_at<!kAligned>(8 * cg + i);
       uint4 u = make_uint4(0, 0, 0, 0);
-      if (c < C && a + 8 > 0 && a < L) u = __ldg(reinterpret_cast<const uint4*>(xb + static_cast<int64_t>(c) * L + a));
+      if (c < C && (kAligned ? a >= 0 : a + 8 > 0) && a < L)
+        u = __ldg(reinterpret_cast<const uint4*>(xb + static_cast<int64_t>(c) * L + a));
       v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
     }
 #pragma unroll
@@ -3360,8 +3373,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
 
 // y = acc + b2 + x for the warpgroup's kGroupT positions, with x from x^T
 // (this tile's x, exact; the last GEMM1 is done with it): thread (warp, g, q)
-// holds channels 64 mb + 16 warp + 8 h + g, columns 8 j + 2 q + b (positions
-// position_of), which are also x^T's rows.
+// holds channels channel_at(64 mb + 16 warp + 8 h + g), columns 8 j + 2 q +
+// b (positions position_of), which are also x^T's rows.
 // 1. In the accumulators' layout: ldmatrix .trans reads x^T's 8 x 8 blocks
 //    (8 columns x 8 channels) straight into it, y is rounded once and
 //    stmatrix .trans writes it back to the same addresses.
@@ -3372,7 +3385,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
 // instructions of unrolled stores, which cost a quarter of the kernel's
 // warp samples in instruction fetch and L2 waits (kernels/NOTES.md, v29).
 // Ends with a barrier: x^T is free for the next tile's x.
-template <class G, class In>
+template <class G, class In, bool kByClass>
 __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
                                         uint8_t* xt_ptr, uint32_t xt, int C, int L, int b, int pw0, int grp,
                                         int warp, int t) {
@@ -3389,7 +3402,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     float bias[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = channel_of(mb * kWgmmaM + warp * kMmaM + 8 * h + g);
+      const int c = channel_at<kByClass>(mb * kWgmmaM + warp * kMmaM + 8 * h + g);
       bias[h] = c < C ? Elem<In>::to_float(b2[c]) : 0.0f;
     }
 #pragma unroll
@@ -3410,12 +3423,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // y^T complete in x^T
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
   // (octet, chunk) items over the chunks that hold a channel below C
-  const int items = G::kPosTiles * static_cast<int>(round_up(C / kKBlock * 8 + min(C % kKBlock, 8), 2));
+  const int chunks_c = kByClass ? C / kKBlock * 8 + min(C % kKBlock, 8) : (C + 7) / 8;
+  const int items = G::kPosTiles * static_cast<int>(round_up(chunks_c, 2));
 #pragma unroll 1
   for (int item = t; item < items; item += kWarpgroupThreads) {
     const int oct = G::item_octet(item), cg = G::item_group(item), p0 = pw0 + 8 * oct;
-    if (p0 >= L || channel_of(8 * cg) >= C) continue;
-    uint32_t v[8][4];  // positions p0 + k, channels channel_of(cg * 8 + 0..7) (two a word)
+    if (p0 >= L || channel_at<kByClass>(8 * cg) >= C) continue;
+    uint32_t v[8][4];  // positions p0 + k, channels channel_at(cg * 8 + 0..7) (two a word)
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const uint4 u = *reinterpret_cast<const uint4*>(xt_ptr + (cg / 8) * G::kXtBlockBytes +
@@ -3424,7 +3438,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     }
 #pragma unroll
     for (int ch = 0; ch < 8; ++ch) {
-      const int c = channel_of(cg * 8 + ch);
+      const int c = channel_at<kByClass>(cg * 8 + ch);
       if (c >= C) continue;
       const uint32_t sel = ch % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
       uint32_t w[4];
@@ -3464,10 +3478,12 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // x^T read: free for the next tile's x
 }
 
-// kAlignedX: every row of x 16-byte aligned (L % 8 == 0 and x so aligned),
-// and stage_x takes the 16-byte path. A template flag, not a runtime one:
-// with the unaligned rows' code in the same kernel the aligned case ran 3%
-// slower (kernels/NOTES.md, v33, v34).
+// kAlignedX: every row of x 16-byte aligned (L % 8 == 0 and x so aligned,
+// h16_aligned_x): x^T's channels in order and v34's staging and epilogue.
+// Otherwise channel_of's alignment classes, which move unaligned rows by
+// aligned blocks (the weights packed to match: pack_kernel's kByClass). A
+// template flag, not a runtime one: with the unaligned rows' code in the
+// same kernel the aligned case ran 1-3% slower (kernels/NOTES.md, v33 to v35).
 template <class G, class In, bool kAlignedX>
 __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h16_kernel(Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -3644,7 +3660,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       turn(true_type{}, false_type{}, true_type{}, hand_on, nothing);
     else
       turn(true_type{}, false_type{}, false_type{}, hand_on, nothing);
-    store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
+    store_y<G, In, !kAlignedX>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
     if (!last_tile) {
       tile_at(it + 1, b, pw0);
       stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
@@ -3775,6 +3791,10 @@ auto with_h16_kernel(const Params& p, F f) {
 }
 #endif
 
+// Every row of x 16-byte aligned: the 16-bit kernel for aligned rows (and
+// its packing, with the channels in order), else the one for any rows.
+bool h16_aligned_x(const Params& p) { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; }
+
 // The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
 bool h16_serves(const Params& p, int device) {
 #if defined(FUSED_DWSEP_SM90A)
@@ -3857,8 +3877,8 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
     return with_h16_kernel(p, [&](auto tile, auto in) {
       using G = decltype(tile);
       using In = typename decltype(in)::type;
-      const bool aligned_x = p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
-      return TcLaunch{aligned_x ? wg::h16::fused_dwsep_h16_kernel<G, In, true> : wg::h16::fused_dwsep_h16_kernel<G, In, false>,
+      return TcLaunch{h16_aligned_x(p) ? wg::h16::fused_dwsep_h16_kernel<G, In, true>
+                                       : wg::h16::fused_dwsep_h16_kernel<G, In, false>,
                       G::kSmemBytes, G::kTileT, G::kCMax};
     });
 #endif
@@ -3923,7 +3943,12 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
 #if defined(FUSED_DWSEP_SM90A)
   if (path == Path::kWgmma16) {
     with_h16_kernel(p, [&](auto tile, auto in) {
-      wg::h16::pack_kernel<decltype(tile), typename decltype(in)::type><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+      using G = decltype(tile);
+      using In = typename decltype(in)::type;
+      if (h16_aligned_x(p))
+        wg::h16::pack_kernel<G, In, false><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
+      else
+        wg::h16::pack_kernel<G, In, true><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
       return 0;
     });
   } else
