@@ -3043,11 +3043,12 @@ __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
   return row * kRowBytes + (((k / 8) ^ (row % 8)) * kChunkBytes) + (k % 8) * 2;
 }
 
-// The channel at K index k of x^T (and of W1's packed K, W2's packed M, y^T
-// in the epilogue): chunk r of a 64-channel block holds channels 8 i + r, i =
-// 0..7, so that one chunk's rows of x (and of y) all start at one alignment
-// (the row of channel c starts c L elements on: mod 8, that depends on c mod
-// 8 only), and 8 channels x 8 positions move by aligned 16-byte blocks of
+// The channel at K index k of x^T in the kernel for unaligned rows (and of
+// W1's packed K, W2's packed M and y^T in the epilogue there): chunk r of a
+// 64-channel block holds channels 8 i + r, i = 0..7, so that one chunk's
+// rows of x (and of y) all start at one alignment (the row of channel c
+// starts (b C + c) L elements on: mod 8, for one b, that depends on c mod 8
+// only), and 8 channels x 8 positions move by aligned 16-byte blocks of
 // every row at any L (stage_x). Its own inverse.
 __host__ __device__ constexpr int channel_of(int k) { return k / kKBlock * kKBlock + k % 8 * 8 + k % kKBlock / 8; }
 static_assert(channel_of(channel_of(77)) == 77 && channel_of(8 * 3 + 1) == 8 + 3 && channel_of(64 + 9) == 64 + 9,
@@ -3099,10 +3100,6 @@ struct Tile {
   __host__ __device__ static constexpr int column_of(int p) {
     if (p < 0) return kPosTiles * kMmaN + p + kHalo;
     if (p >= kGroupT) return kPosTiles * kMmaN + p - kGroupT + kHalo;
-    return column_in(p);
-  }
-  // column_of for 0 <= p < kGroupT (no halo branches)
-  __host__ __device__ static constexpr int column_in(int p) {
     const int r = p % kLanePos, q = p / kLanePos;
     return (r / 2) * kMmaN + 2 * q + r % 2;
   }
