@@ -2986,8 +2986,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 // memory. A CTA (persistent: one per SM) walks tiles of kTileT = 128
 // positions; each of its two warpgroups owns 64 of them and all C output
 // channels, and streams E in chunks of 64 expanded channels (the figures
-// below are Tile128's, C <= 256; Tile64, for C <= 384, has 32 positions a
-// warpgroup, 40 columns, lanes of 8 positions and m64n40 / m64n32 wgmmas):
+// below are Tile128's, C <= 256; Tile64C320 and Tile64, for C <= 320 and
+// C <= 384, have 32 positions a warpgroup, 40 columns, lanes of 8 positions
+// and m64n40 / m64n32 wgmmas):
 //   GEMM1  h1 [64 e x 72 cols] = W1 chunk [64 x C] . x^T [72 x C]^T   (m64n72k16)
 //   depthwise + GELU on h1 in GEMM1's accumulators (below)
 //   GEMM2  acc [C x 64 pos] += W2 chunk [C x 64] . h3^T [64 pos x 64]^T (m64n64k16)
@@ -3132,7 +3133,11 @@ struct Tile {
   }
 };
 using Tile128 = Tile<64, 256, 4>;  // C <= 256: 128-position tiles, two chunks in flight
-using Tile64 = Tile<32, 384, 3>;   // 256 < C <= 384: 64-position tiles (acc 6 x 16 registers), 1.5 chunks
+using Tile64 = Tile<32, 384, 3>;   // 320 < C <= 384: 64-position tiles (acc 6 x 16 registers), 1.5 chunks
+// 256 < C <= 320: Tile64 with 5 channel blocks, not 6: the GEMMs, the ring's
+// fills, x^T and the epilogue run over kCMax, so on Tile64 a sixth of their
+// work at C = 320 was padding; 4 slots (two chunks in flight) then fit.
+using Tile64C320 = Tile<32, 320, 4>;
 
 template <class G>
 constexpr bool tile_ok() {
@@ -3147,8 +3152,9 @@ constexpr bool tile_ok() {
          G::position_of(G::column_of(G::kGroupT + kHalo - 1)) == G::kGroupT + kHalo - 1 &&
          G::column_of(G::position_of(G::kCols - 3)) == G::kCols - 3;  // a permutation
 }
-static_assert(tile_ok<Tile128>() && tile_ok<Tile64>(), "the 16-bit tiles");
-static_assert(Tile128::kSmemBytes <= 232448 && Tile64::kSmemBytes <= 232448, "one CTA per SM (227 KB)");
+static_assert(tile_ok<Tile128>() && tile_ok<Tile64C320>() && tile_ok<Tile64>(), "the 16-bit tiles");
+static_assert(Tile128::kSmemBytes <= 232448 && Tile64C320::kSmemBytes <= 232448 && Tile64::kSmemBytes <= 232448,
+              "one CTA per SM (227 KB)");
 __host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
 
 // wgmma descriptor of a K-major, 128-byte-swizzled operand starting at addr
@@ -3774,10 +3780,11 @@ namespace {
 
 #if defined(FUSED_DWSEP_SM90A)
 // f(tile) for the 16-bit kernel's tile that serves C: Tile128 up to C = 256,
-// Tile64 beyond (h16_serves checks that C fits it).
+// Tile64C320 up to 320, Tile64 beyond (h16_serves checks that C fits it).
 template <class F>
 auto with_h16_tile(int64_t C, F f) {
-  return C <= wg::h16::Tile128::kCMax ? f(wg::h16::Tile128{}) : f(wg::h16::Tile64{});
+  if (C <= wg::h16::Tile128::kCMax) return f(wg::h16::Tile128{});
+  return C <= wg::h16::Tile64C320::kCMax ? f(wg::h16::Tile64C320{}) : f(wg::h16::Tile64{});
 }
 // f(tile, Type<In>) for the 16-bit kernel that serves p (bf16 or fp16).
 template <class F>

@@ -6,8 +6,9 @@ at any element offset and any L by aligned 16-byte blocks of channel_of's
 alignment classes), the
 128-byte-swizzled K-major operands as wgmma descriptors read them, GEMM1's
 accumulator fragments, the quad shuffles of the depthwise, stmatrix .trans into
-h3^T, GEMM2 and the epilogue, re-written here index for index for both tiles
-(Tile128: 64 positions a warpgroup, C <= 256; Tile64: 32, C <= 384) and run on
+h3^T, GEMM2 and the epilogue, re-written here index for index for each tile
+(Tile128: 64 positions a warpgroup, C <= 256; Tile64C320 and Tile64: 32, C <= 320
+and 384) and run on
 ragged shapes (C short of the tile's, a partial chunk of E, K < 9, a partial
 last tile, x at element offsets 0 to 7 and L of every residue mod 8), then
 compared with the block in float64; every 16-byte block the staging loads
@@ -260,7 +261,9 @@ def main():
                                                       ("Tile128", 64, 256, (256, 64, 9, 136), 0),
                                                       ("Tile128", 64, 256, (256, 64, 9, 136), 4),
                                                       ("Tile128", 64, 256, (5, 64, 9, 61), 1),
-                                                      ("Tile64", 32, 384, (300, 70, 5, 90), 0),
+                                                      ("Tile64C320", 32, 320, (300, 70, 9, 77), 2),
+                                                      ("Tile64C320", 32, 320, (320, 64, 9, 96), 0),
+                                                      ("Tile64", 32, 384, (352, 70, 5, 90), 0),
                                                       ("Tile64", 32, 384, (384, 64, 9, 67), 5)):
         x = rng.standard_normal((C, L))
         w1, b1 = rng.standard_normal((E, C)) / 10, rng.standard_normal(E)
