@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
   p.wd = dev_rand(E * K, 0.6f, 4); p.bd = dev_rand(E, 0.1f, 5); p.w2 = dev_rand(C * E, 0.09f, 6); p.b2 = dev_rand(C, 0.1f, 7);
   Elt* y; CK(cudaMalloc(&y, B * C * L * sizeof(Elt))); p.y = y;
+  CK(cudaMemset(y, 0xff, B * C * L * sizeof(Elt)));  // NaN: an element never written changes the hash
   size_t ws = fused_dwsep::workspace_floats(p, 0); float* w; CK(cudaMalloc(&w, ws * 4)); p.workspace = w;
   printf("%lldx%lldx%lldx%lld: path %d ws %zu\n", (long long)B, (long long)C, (long long)E, (long long)L,
          (int)fused_dwsep::select_path(p, 0), ws);
