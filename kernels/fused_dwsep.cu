@@ -3217,10 +3217,11 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
 
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
 // zero outside [0, L) and beyond C), in column order, and its bias-step
-// flags v. Work items of 8 channels (a chunk of x^T: one alignment class,
-// channel_of) x 8 positions: eight aligned 16-byte loads, one a row,
-// transposed in registers, eight 16-byte stores. The chunk's rows start at
-// one alignment, so its blocks are aligned blocks of every row at once: the
+// flags v. Work items of 8 channels (a chunk of x^T, channel_at: in the
+// kernel for unaligned rows one alignment class) x 8 positions: eight
+// aligned 16-byte loads, one a row, transposed in registers, eight 16-byte
+// stores. The chunk's rows start at one alignment (in the aligned kernel
+// every row does), so its blocks are aligned blocks of every row at once: the
 // first holds position pw0 - kHalo at element `lead` (kHalo where rows are
 // 16-byte aligned), and kOctets blocks cover the 72 positions whatever
 // `lead` is (72 + 7 <= 80). A block is loaded only where it holds a
