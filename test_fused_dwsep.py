@@ -649,11 +649,17 @@ def test_cuda_half(B, C, E, L, K, dtype):
 @requires_cuda
 @half_dtypes
 @pytest.mark.parametrize("offset", [1, 2, 4], ids=["2-byte", "4-byte", "8-byte"])
-@pytest.mark.parametrize("B,C,E,L", [(4, 64, 128, 8192), (3, 100, 136, 1001)], ids=["L8192", "C100-L1001"])
+@pytest.mark.parametrize(
+    "B,C,E,L",
+    [(4, 64, 128, 8192), (3, 100, 136, 1001), (2, 300, 136, 1000), (2, 384, 64, 1000)],
+    ids=["L8192", "C100-L1001", "C300-L1000", "C384-L1000"],
+)
 def test_cuda_half_x_at_offsets(B, C, E, L, offset, dtype):
     """x starting `offset` elements into its storage: how the staging reads
     x depends on each row's alignment, so on x's as well as on L (the second
-    shape: odd L, a partial 8-channel group, 8 tiles a row, the last partial)."""
+    shape: odd L, a partial 8-channel group, 8 tiles a row, the last partial;
+    the last two: the 64-position tiles of C <= 320 and C <= 384, rows
+    unaligned by x's offset alone)."""
     K = 9
     storage = torch.randn(B * C * L + offset, device="cuda", dtype=dtype)
     out, x, ref = run_half(B, C, E, L, K, dtype, seed=offset, x=storage[offset:].view(B, C, L))
