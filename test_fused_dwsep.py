@@ -592,8 +592,9 @@ AUTOCAST_GRAD_REL = 3e-2
 half_dtypes = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 # The headline, then every float32 ragged and wgmma-turn shape: each kernel
 # path and its staging and epilogue variants in 16 bits (the 16-bit kernel
-# reads x and writes y 16 bytes at a time only where a row is 16-byte
-# aligned; odd and even L give rows of every other alignment).
+# has one kernel for 16-byte-aligned rows and one, with channels grouped by
+# alignment class, for the rest, and writes y 16 bytes at a time only where a
+# row is 16-byte aligned; odd and even L give rows of every other alignment).
 HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS
 
 

@@ -3,16 +3,15 @@
 kernels/fused_dwsep.cu, namespace wg::h16: the weight slot images (pack_kernel),
 x^T in GEMM1's permuted column order and its bias-step flags (stage_x, from x
 at any element offset and any L by aligned 16-byte blocks of channel_of's
-alignment classes), the
-128-byte-swizzled K-major operands as wgmma descriptors read them, GEMM1's
-accumulator fragments, the quad shuffles of the depthwise, stmatrix .trans into
-h3^T, GEMM2 and the epilogue, re-written here index for index for each tile
-(Tile128: 64 positions a warpgroup, C <= 256; Tile64C320 and Tile64: 32, C <= 320
-and 384) and run on
-ragged shapes (C short of the tile's, a partial chunk of E, K < 9, a partial
-last tile, x at element offsets 0 to 7 and L of every residue mod 8), then
-compared with the block in float64; every 16-byte block the staging loads
-must hold one of x's elements (so that it stays inside x's allocation). It checks the index
+alignment classes), the 128-byte-swizzled K-major operands as wgmma
+descriptors read them, GEMM1's accumulator fragments, the quad shuffles of the
+depthwise, stmatrix .trans into h3^T, GEMM2 and the epilogue, re-written here
+index for index for each tile (Tile128: 64 positions a warpgroup, C <= 256;
+Tile64C320 and Tile64: 32, C <= 320 and 384) and run on ragged shapes (C short
+of the tile's, a partial chunk of E, K < 9, a partial last tile, x at element
+offsets 0 to 7 and L of several residues mod 8), then compared with the block
+in float64; every 16-byte block the staging loads must hold one of x's
+elements (so that it stays inside x's allocation). It checks the index
 arithmetic, given the hardware's documented layouts (swizzle: address bits 4-6
 ^= bits 7-9; wgmma D fragments: row 16 warp + lane / 4 (+ 8), column 8 j +
 2 (lane % 4) (+ 1); stmatrix .trans: memory row i of a matrix holds its column
