@@ -3375,32 +3375,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
                : "memory");
 }
 
-// y = acc + b2 + x for the warpgroup's kGroupT positions, with x from x^T
-// (this tile's x, exact; the last GEMM1 is done with it): thread (warp, g, q)
-// holds channels channel_at(64 mb + 16 warp + 8 h + g), columns 8 j + 2 q +
-// b (positions position_of), which are also x^T's rows.
-// 1. In the accumulators' layout: ldmatrix .trans reads x^T's 8 x 8 blocks
-//    (8 columns x 8 channels) straight into it, y is rounded once and
-//    stmatrix .trans writes it back to the same addresses.
-// 2. After the warpgroup's barrier, y^T leaves x^T by 8 channels x 8
-//    positions: eight 16-byte rows, transposed in registers, eight 16-byte
-//    stores (narrower where a row of y is not 16-byte aligned).
-// A compact loop instead of 64 loads of x from L2 a thread and ~4k
-// instructions of unrolled stores, which cost a quarter of the kernel's
-// warp samples in instruction fetch and L2 waits (kernels/NOTES.md, v29).
-// Ends with a barrier: x^T is free for the next tile's x.
+// acc = b2 + x at the tile's start, in the accumulators' layout (the same
+// ldmatrix .trans reads of x^T as store_y's), so that GEMM2 adds onto the
+// residual and store_y only rounds and stores: off the tile boundary, where
+// the tensor cores wait, into the first turn's GEMM1 (which runs beside it).
 template <class G, class In, bool kByClass>
-__device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
-                                        uint8_t* xt_ptr, uint32_t xt, int C, int L, int b, int pw0, int grp,
-                                        int warp, int t) {
-  // lane_id(): the ldmatrix addresses below depend on the lane only; worked
-  // out here each tile, not hoisted out of the tile loop into registers the
-  // main loop needs
-  const int lane = lane_id(), g = lane / kQuad;
+__device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
+                                         int C, int warp) {
+  const int lane = lane_id(), g = lane / kQuad, i = lane % 8, m = lane / 8;
   const In* const b2 = in_ptr<In>(p.b2);
-  // ldmatrix / stmatrix x4: lane 8m + i gives row i of matrix m, matrix m
-  // the n8 tile j + m / 2 of row half m % 2
-  const int i = lane % 8, m = lane / 8;
 #pragma unroll
   for (int mb = 0; mb < G::kKBlocks; ++mb) {
     float bias[2];
@@ -3411,15 +3394,57 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     }
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
-      const int row = kMmaN * (j + m / 2) + i;  // x^T's row of acc's column (the same column order)
-      const uint32_t addr = xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
-      uint32_t r[4], out[4];
-      ldmatrix_x4_trans(addr, r);
+      const int row = kMmaN * (j + m / 2) + i;
+      uint32_t r[4];
+      ldmatrix_x4_trans(xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes), r);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const int jj = j + k / 2, h = k % 2;
         const float2 xv = unpack2<In>(r[k]);
-        out[k] = pack2<In>(acc[mb][4 * jj + 2 * h] + bias[h] + xv.x, acc[mb][4 * jj + 2 * h + 1] + bias[h] + xv.y);
+        acc[mb][4 * jj + 2 * h] = bias[h] + xv.x;
+        acc[mb][4 * jj + 2 * h + 1] = bias[h] + xv.y;
+      }
+    }
+  }
+}
+
+// y = acc (b2 + x + the GEMM2 sums: init_acc) for the warpgroup's kGroupT
+// positions, where rows of y need not be 16-byte aligned (store_y_aligned
+// serves the others): thread (warp, g, q) holds channels channel_at(64 mb +
+// 16 warp + 8 h + g) (x^T's alignment classes), columns 8 j + 2 q + b
+// (positions position_of), which are also x^T's rows.
+// 1. In the accumulators' layout: y is rounded once and stmatrix .trans
+//    writes it over x^T's 8 x 8 blocks (8 columns x 8 channels), where
+//    init_acc read x.
+// 2. After the warpgroup's barrier, y^T leaves x^T by 8 channels x 8
+//    positions: eight 16-byte rows, transposed in registers, eight 16-byte
+//    stores (narrower where a row of y is not 16-byte aligned).
+// A compact loop instead of 64 loads of x from L2 a thread and ~4k
+// instructions of unrolled stores, which cost a quarter of the kernel's
+// warp samples in instruction fetch and L2 waits (kernels/NOTES.md, v29).
+// Ends with a barrier: x^T is free for the next tile's x.
+template <class G, class In>
+__device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
+                                        uint8_t* xt_ptr, uint32_t xt, int C, int L, int b, int pw0, int grp,
+                                        int warp, int t) {
+  // lane_id(): the ldmatrix addresses below depend on the lane only; worked
+  // out here each tile, not hoisted out of the tile loop into registers the
+  // main loop needs
+  const int lane = lane_id();
+  // stmatrix x4: lane 8m + i gives row i of matrix m, matrix m the n8 tile
+  // j + m / 2 of row half m % 2 (acc holds b2 + x + GEMM2: init_acc)
+  const int i = lane % 8, m = lane / 8;
+#pragma unroll
+  for (int mb = 0; mb < G::kKBlocks; ++mb) {
+#pragma unroll
+    for (int j = 0; j < G::kPosTiles; j += 2) {
+      const int row = kMmaN * (j + m / 2) + i;  // x^T's row of acc's column (the same column order)
+      const uint32_t addr = xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
+      uint32_t out[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int jj = j + k / 2, h = k % 2;
+        out[k] = pack2<In>(acc[mb][4 * jj + 2 * h], acc[mb][4 * jj + 2 * h + 1]);
       }
       stmatrix_x4_trans(addr, out[0], out[1], out[2], out[3]);
     }
@@ -3427,12 +3452,12 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // y^T complete in x^T
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
   // (octet, chunk) items over the chunks that hold a channel below C
-  const int chunks_c = kByClass ? C / kKBlock * 8 + min(C % kKBlock, 8) : (C + 7) / 8;
+  const int chunks_c = C / kKBlock * 8 + min(C % kKBlock, 8);
   const int items = G::kPosTiles * static_cast<int>(round_up(chunks_c, 2));
 #pragma unroll 1
   for (int item = t; item < items; item += kWarpgroupThreads) {
     const int oct = G::item_octet(item), cg = G::item_group(item), p0 = pw0 + 8 * oct;
-    if (p0 >= L || channel_at<kByClass>(8 * cg) >= C) continue;
+    if (p0 >= L || channel_at<true>(8 * cg) >= C) continue;
     uint32_t v[8][4];  // positions p0 + k, channels channel_at(cg * 8 + 0..7) (two a word)
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -3442,7 +3467,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
     }
 #pragma unroll
     for (int ch = 0; ch < 8; ++ch) {
-      const int c = channel_at<kByClass>(cg * 8 + ch);
+      const int c = channel_at<true>(cg * 8 + ch);
       if (c >= C) continue;
       const uint32_t sel = ch % 2 ? 0x7632 : 0x5410;  // the high or low halves of two words
       uint32_t w[4];
@@ -3482,8 +3507,44 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
   named_sync<kGroupSync>(grp, kWarpgroupThreads);  // x^T read: free for the next tile's x
 }
 
-// kAlignedX: every row of x 16-byte aligned (L % 8 == 0 and x so aligned,
-// h16_aligned_x): x^T's channels in order and v34's staging and epilogue.
+// y = acc (b2 + x + the GEMM2 sums: init_acc) straight from the registers,
+// for rows of y that are 16-byte aligned (L % 8 == 0, y so aligned): lane q
+// of a quad holds kLanePos consecutive positions 16q + 2j + b (Tile64: 8q)
+// of its rows (column_of), so each of its kLanePos / 8 blocks of 8 is one
+// 16-byte store, and whole blocks lie inside or outside [0, L) (pw0 and L
+// multiples of 8). No pass through x^T and no barrier: x^T's last reader
+// (the tile's last GEMM1) finished before this warpgroup's last turn began.
+template <class G, class In>
+__device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
+                                                int C, int L, int b, int pw0, int warp) {
+  const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
+  In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
+  constexpr int kBlocks = G::kLanePos / 8;  // 16-byte blocks a lane and row
+#pragma unroll
+  for (int mb = 0; mb < G::kKBlocks; ++mb) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = mb * kWgmmaM + warp * kMmaM + 8 * h + g;
+      if (c >= C) continue;
+#pragma unroll
+      for (int s = 0; s < kBlocks; ++s) {
+        const int p0 = pw0 + G::kLanePos * q + 8 * s;  // positions p0 .. p0 + 7: n8 tiles j = 4s .. 4s + 3
+        if (p0 >= L) continue;
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int j = 4 * s + k;
+          w[k] = pack2<In>(acc[mb][4 * j + 2 * h], acc[mb][4 * j + 2 * h + 1]);
+        }
+        __stcs(reinterpret_cast<uint4*>(y + static_cast<int64_t>(c) * L + p0), make_uint4(w[0], w[1], w[2], w[3]));
+      }
+    }
+  }
+}
+
+// kAlignedX: every row of x and y 16-byte aligned (L % 8 == 0, x and y so
+// aligned: h16_aligned_x): x^T's channels in order, v34's staging and y
+// straight from the accumulators (store_y_aligned).
 // Otherwise channel_of's alignment classes, which move unaligned rows by
 // aligned blocks (the weights packed to match: pack_kernel's kByClass). A
 // template flag, not a runtime one: with the unaligned rows' code in the
@@ -3556,16 +3617,16 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   }
   if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
 
-  float acc[G::kKBlocks][G::kGroupT / 2];  // GEMM2's first wgmma of a tile overwrites it
+  float acc[G::kKBlocks][G::kGroupT / 2];  // b2 + x from init_acc, then GEMM2 adds to it
   float acc1[G::kCols / 2];                 // each GEMM1's first wgmma overwrites it
   int n = 0;  // chunks of the CTA's sequence whose GEMM1 has been issued
   // One turn on the tensor cores: GEMM2 of chunk n - 1 (kG2) and GEMM1 of
   // chunk n (kG1), then the slots they read released. Straight-line wgmmas
   // (flags known at compile time): under a runtime branch ptxas serialises
-  // them. `first` (GEMM2 of the tile's first chunk) overwrites acc; `tail`
-  // runs while the wgmmas do (after the token is handed on).
-  auto turn = [&](auto g2, auto g1, auto first, bool hand_on, auto tail) {
-    constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value, kFirst = decltype(first)::value;
+  // them. GEMM2 adds onto acc (b2 + x: init_acc); `tail` runs while the
+  // wgmmas do (after the token is handed on).
+  auto turn = [&](auto g2, auto g1, bool hand_on, auto tail) {
+    constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value;
     uint32_t a_b1[4] = {0, 0, 0, 0};  // the bias step's A: b1 of rows g, g + 8 in channel 0 (lanes q = 0)
     if (kG1 && lane % kQuad == 0) {
       // from the records of chunk n - 1 (kTapNextB1; cyclically, so chunk 0's
@@ -3590,10 +3651,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 #pragma unroll
         for (int mb = 0; mb < G::kKBlocks; ++mb) {
           const uint64_t da = a + desc_units(mb * kW1BlockBytes + ks * kKStep * 2), db = b + desc_units(ks * kKStep * 2);
-          if (kFirst && ks == 0)
-            wgmma16<In, false>(acc[mb], da, db);
-          else
-            wgmma16<In, true>(acc[mb], da, db);
+          wgmma16<In, true>(acc[mb], da, db);
         }
       }
     }
@@ -3642,7 +3700,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
       ++n;
     };
-    turn(false_type{}, true_type{}, false_type{}, true, [&] {
+    turn(false_type{}, true_type{}, true, [&] {
       if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
         int nb, npw0;
         tile_at(it + 1, nb, npw0);
@@ -3650,21 +3708,19 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       }
     });
     depthwise(0);
+    init_acc<G, In, !kAlignedX>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
     for (int c = 1; c < nc; ++c) {
-      if (c == 1)
-        turn(true_type{}, true_type{}, true_type{}, true, nothing);
-      else
-        turn(true_type{}, true_type{}, false_type{}, true, nothing);
+      turn(true_type{}, true_type{}, true, nothing);
       depthwise(c);
     }
     // the tile's last turn: GEMM2 only; then y by way of x^T (whose x, the
     // last GEMM1 done, is the residual), then the next tile's x over it
     const bool hand_on = !(grp == 1 && last_tile);
-    if (nc == 1)
-      turn(true_type{}, false_type{}, true_type{}, hand_on, nothing);
+    turn(true_type{}, false_type{}, hand_on, nothing);
+    if constexpr (kAlignedX)
+      store_y_aligned<G, In>(acc, p, C, L, b, pw0, warp);
     else
-      turn(true_type{}, false_type{}, false_type{}, hand_on, nothing);
-    store_y<G, In, !kAlignedX>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
+      store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
     if (!last_tile) {
       tile_at(it + 1, b, pw0);
       stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
@@ -3796,9 +3852,11 @@ auto with_h16_kernel(const Params& p, F f) {
 }
 #endif
 
-// Every row of x 16-byte aligned: the 16-bit kernel for aligned rows (and
-// its packing, with the channels in order), else the one for any rows.
-bool h16_aligned_x(const Params& p) { return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0; }
+// Every row of x and y 16-byte aligned: the 16-bit kernel for aligned rows
+// (and its packing, with the channels in order), else the one for any rows.
+bool h16_aligned_x(const Params& p) {
+  return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
+}
 
 // The 16-bit kernel serves p's dtype, C and K on `device` (sizes aside).
 bool h16_serves(const Params& p, int device) {
