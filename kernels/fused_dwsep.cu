@@ -3713,18 +3713,31 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       turn(true_type{}, true_type{}, true, nothing);
       depthwise(c);
     }
-    // the tile's last turn: GEMM2 only; then y by way of x^T (whose x, the
-    // last GEMM1 done, is the residual), then the next tile's x over it
+    // the tile's last turn: GEMM2 only; then y (acc: b2 + x + the GEMM2
+    // sums) and the next tile's x in x^T
     const bool hand_on = !(grp == 1 && last_tile);
-    turn(true_type{}, false_type{}, hand_on, nothing);
-    if constexpr (kAlignedX)
+    if constexpr (kAlignedX) {
+      // y leaves from the registers, so x^T is free once the tile's last
+      // GEMM1 is (every warp passed its wait before this turn's barrier):
+      // the next tile's x is staged while this turn's GEMM2 runs (v39)
+      int nb = b, npw0 = pw0;
+      turn(true_type{}, false_type{}, hand_on, [&] {
+        if (!last_tile) {
+          tile_at(it + 1, nb, npw0);
+          stage_x<G, In, true>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, t);
+          fence_proxy_async();
+        }
+      });
       store_y_aligned<G, In>(acc, p, C, L, b, pw0, warp);
-    else
+      b = nb, pw0 = npw0;
+    } else {
+      turn(true_type{}, false_type{}, hand_on, nothing);  // y leaves by way of x^T, then x^T is free
       store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
-    if (!last_tile) {
-      tile_at(it + 1, b, pw0);
-      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
-      fence_proxy_async();
+      if (!last_tile) {
+        tile_at(it + 1, b, pw0);
+        stage_x<G, In, false>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
+        fence_proxy_async();
+      }
     }
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
