@@ -3375,10 +3375,11 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
                : "memory");
 }
 
-// acc = b2 + x at the tile's start, in the accumulators' layout (the same
-// ldmatrix .trans reads of x^T as store_y's), so that GEMM2 adds onto the
-// residual and store_y only rounds and stores: off the tile boundary, where
-// the tensor cores wait, into the first turn's GEMM1 (which runs beside it).
+// acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
+// .trans reads of x^T's 8 x 8 blocks), so that GEMM2 adds onto the residual
+// and y leaves acc as it is: off the tile boundary, where the tensor cores
+// wait, into the time after the tile's first depthwise, where the
+// warpgroup waits for its next turn anyway.
 template <class G, class In, bool kByClass>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
@@ -3543,7 +3544,7 @@ __device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][
 }
 
 // kAlignedX: every row of x and y 16-byte aligned (L % 8 == 0, x and y so
-// aligned: h16_aligned_x): x^T's channels in order, v34's staging and y
+// aligned: h16_aligned_rows): x^T's channels in order, v34's staging and y
 // straight from the accumulators (store_y_aligned).
 // Otherwise channel_of's alignment classes, which move unaligned rows by
 // aligned blocks (the weights packed to match: pack_kernel's kByClass). A
@@ -3867,7 +3868,7 @@ auto with_h16_kernel(const Params& p, F f) {
 
 // Every row of x and y 16-byte aligned: the 16-bit kernel for aligned rows
 // (and its packing, with the channels in order), else the one for any rows.
-bool h16_aligned_x(const Params& p) {
+bool h16_aligned_rows(const Params& p) {
   return p.L % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && reinterpret_cast<uintptr_t>(p.y) % 16 == 0;
 }
 
@@ -3953,7 +3954,7 @@ TcLaunch tc_launch(Path path, const Params& p, int device) {
     return with_h16_kernel(p, [&](auto tile, auto in) {
       using G = decltype(tile);
       using In = typename decltype(in)::type;
-      return TcLaunch{h16_aligned_x(p) ? wg::h16::fused_dwsep_h16_kernel<G, In, true>
+      return TcLaunch{h16_aligned_rows(p) ? wg::h16::fused_dwsep_h16_kernel<G, In, true>
                                        : wg::h16::fused_dwsep_h16_kernel<G, In, false>,
                       G::kSmemBytes, G::kTileT, G::kCMax};
     });
@@ -4021,7 +4022,7 @@ cudaError_t launch(const Params& p, cudaStream_t stream) {
     with_h16_kernel(p, [&](auto tile, auto in) {
       using G = decltype(tile);
       using In = typename decltype(in)::type;
-      if (h16_aligned_x(p))
+      if (h16_aligned_rows(p))
         wg::h16::pack_kernel<G, In, false><<<kPackBlocks, kPackThreads, 0, stream>>>(p);
       else
         wg::h16::pack_kernel<G, In, true><<<kPackBlocks, kPackThreads, 0, stream>>>(p);

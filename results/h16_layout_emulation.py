@@ -74,7 +74,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
     # lies around it in its allocation is garbage the staging must not use
     mem = np.full(x_off + C * L + 8, 1e30)
     mem[x_off:x_off + C * L] = x.ravel()
-    # h16_aligned_x: the kernel for aligned rows keeps the channels in order
+    # h16_aligned_rows: the kernel for aligned rows keeps the channels in order
     by_class = not (L % 8 == 0 and x_off % 8 == 0)
     chan = channel_of if by_class else (lambda k: k)
     E, K = wd.shape
