@@ -3375,6 +3375,17 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
                : "memory");
 }
 
+// Lane's address for an ldmatrix / stmatrix x4 .trans over x^T in the
+// accumulators' layout: lane 8m + i gives row i of matrix m, matrix m the
+// n8 tile j + m / 2 of row half m % 2 of channel block mb (x^T's row of
+// acc's column: the same column order).
+template <class G>
+__device__ __forceinline__ uint32_t xt_block_addr(uint32_t xt, int mb, int j, int warp, int lane) {
+  const int i = lane % 8, m = lane / 8;
+  const int row = kMmaN * (j + m / 2) + i;
+  return xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
+}
+
 // acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
 // .trans reads of x^T's 8 x 8 blocks), so that GEMM2 adds onto the residual
 // and y leaves acc as it is: off the tile boundary, where the tensor cores
@@ -3383,7 +3394,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4
 template <class G, class In, bool kByClass>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
-  const int lane = lane_id(), g = lane / kQuad, i = lane % 8, m = lane / 8;
+  const int lane = lane_id(), g = lane / kQuad;
   const In* const b2 = in_ptr<In>(p.b2);
 #pragma unroll
   for (int mb = 0; mb < G::kKBlocks; ++mb) {
@@ -3395,9 +3406,8 @@ __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 
     }
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
-      const int row = kMmaN * (j + m / 2) + i;
       uint32_t r[4];
-      ldmatrix_x4_trans(xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes), r);
+      ldmatrix_x4_trans(xt_block_addr<G>(xt, mb, j, warp, lane), r);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const int jj = j + k / 2, h = k % 2;
@@ -3428,19 +3438,15 @@ template <class G, class In>
 __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
                                         uint8_t* xt_ptr, uint32_t xt, int C, int L, int b, int pw0, int grp,
                                         int warp, int t) {
-  // lane_id(): the ldmatrix addresses below depend on the lane only; worked
+  // lane_id(): the stmatrix addresses below depend on the lane only; worked
   // out here each tile, not hoisted out of the tile loop into registers the
   // main loop needs
   const int lane = lane_id();
-  // stmatrix x4: lane 8m + i gives row i of matrix m, matrix m the n8 tile
-  // j + m / 2 of row half m % 2 (acc holds b2 + x + GEMM2: init_acc)
-  const int i = lane % 8, m = lane / 8;
 #pragma unroll
   for (int mb = 0; mb < G::kKBlocks; ++mb) {
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
-      const int row = kMmaN * (j + m / 2) + i;  // x^T's row of acc's column (the same column order)
-      const uint32_t addr = xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
+      const uint32_t addr = xt_block_addr<G>(xt, mb, j, warp, lane);
       uint32_t out[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
@@ -3697,6 +3703,11 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   auto nothing = [] {};
   for (int it = 0; it < my_tiles; ++it) {
     const bool last_tile = it + 1 == my_tiles;
+    auto stage_next = [&](int& nb, int& npw0) {  // the next tile's x into x^T
+      tile_at(it + 1, nb, npw0);
+      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, t);
+      fence_proxy_async();
+    };
     auto depthwise = [&](int c) {
       depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
       ++n;
@@ -3723,22 +3734,14 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       // the next tile's x is staged while this turn's GEMM2 runs (v39)
       int nb = b, npw0 = pw0;
       turn(true_type{}, false_type{}, hand_on, [&] {
-        if (!last_tile) {
-          tile_at(it + 1, nb, npw0);
-          stage_x<G, In, true>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, t);
-          fence_proxy_async();
-        }
+        if (!last_tile) stage_next(nb, npw0);
       });
       store_y_aligned<G, In>(acc, p, C, L, b, pw0, warp);
       b = nb, pw0 = npw0;
     } else {
       turn(true_type{}, false_type{}, hand_on, nothing);  // y leaves by way of x^T, then x^T is free
       store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
-      if (!last_tile) {
-        tile_at(it + 1, b, pw0);
-        stage_x<G, In, false>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
-        fence_proxy_async();
-      }
+      if (!last_tile) stage_next(b, pw0);
     }
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
