@@ -7,7 +7,8 @@
 # DIR holds the variant's fused_dwsep.cu and fused_dwsep.h (kernels for the
 # working tree); DEFINES are extra nvcc flags, comma-separated. Environment:
 # SHAPES (driver arguments "B L [C E]", ';'-separated; default the headline,
-# 28x3757, 36x3600 and 64x320x512x8192), ROUNDS (3), REPS (30).
+# 28x3757, 36x3600 and 64x320x512x8192), ROUNDS (3), REPS (30). A run
+# over 30 s (a hung variant) is killed and prints nothing.
 # Example, a branch's kernel against the working tree's:
 #   mkdir -p ab/q && git show BRANCH:kernels/fused_dwsep.cu > ab/q/fused_dwsep.cu &&
 #   cp kernels/fused_dwsep.h ab/q/ && bash results/ab_driver.sh base=kernels q=ab/q
@@ -35,7 +36,7 @@ IFS=';' read -ra shapes <<< "$SHAPES"
 for r in $(seq "$ROUNDS"); do
   for shape in "${shapes[@]}"; do
     for name in "${names[@]}"; do
-      printf "round %s %-12s %-18s %s\n" "$r" "$name" "$shape" "$("$BIN/$name" "$REPS" $shape | tail -1)"
+      printf "round %s %-12s %-18s %s\n" "$r" "$name" "$shape" "$(timeout 30 "$BIN/$name" "$REPS" $shape | tail -1)"
     done
   done
 done
