@@ -11,8 +11,15 @@ which runs one warp per scheduler and is bound by its dependency chains:
          -c kernels/fused_dwsep.cu -o k.o && cuobjdump -sass k.o > k.sass
     python results/sass_issue_model.py k.sass wgmma_kernel
 
-It models the innermost loop that contains the function's first MUFU.EX2
-(the GELU), and prints its length, its instruction mix and the model's cycles.
+It models the innermost loop that contains a MUFU.EX2 (the GELU), and
+prints its length, its instruction mix and the model's cycles; where the
+loop waits for wgmmas (WARPGROUP.DEPBAR), also the part from the last such
+wait to the loop's last STSM (the 16-bit kernel's release and depthwise:
+the path from a warpgroup's wgmma wait to its next turn). For the 16-bit
+kernel name its instantiation, e.g. the headline's (bf16, aligned rows):
+
+    python results/sass_issue_model.py k.sass \
+        h16_kernelINS2_4TileILi64ELi256ELi4EEE13__nv_bfloat16Lb1E
 """
 import re
 import sys
@@ -61,17 +68,23 @@ def main(path, function):
     start = text.index(function)
     end = text.find("Function :", start)
     ins = parse(text[start : end if end > 0 else None])
-    first = next(a for a, t, _ in ins if "MUFU.EX2" in t)
+    mufu = [a for a, t, _ in ins if "MUFU.EX2" in t]
     loops = []
     for a, t, _ in ins:
         m = re.search(r"BRA (0x[0-9a-f]+)", t)
-        if m and a > first and int(m.group(1), 16) <= first:
+        if m and any(int(m.group(1), 16) <= u < a for u in mufu):
             loops.append((int(m.group(1), 16), a))
     lo, hi = min(loops, key=lambda r: r[1] - r[0])
     loop = [x for x in ins if lo <= x[0] <= hi]
     mix = Counter(opcode(t) for _, t, _ in loop).most_common(10)
     print(f"loop {lo:#x}-{hi:#x}: {len(loop)} instructions, {issue_cycles(loop)} cycles a pass (model)")
     print("mix:", ", ".join(f"{op} {n}" for op, n in mix))
+    waits = [k for k, (_, t, _) in enumerate(loop) if "WARPGROUP.DEPBAR" in t]
+    stores = [k for k, (_, t, _) in enumerate(loop) if "STSM" in t]
+    if waits and stores and stores[-1] > waits[-1]:
+        seg = loop[waits[-1] + 1 : stores[-1] + 1]
+        print(f"from the last wgmma wait to the last STSM: {len(seg)} instructions, "
+              f"{issue_cycles(seg)} cycles (model)")
 
 
 if __name__ == "__main__":
