@@ -1,16 +1,31 @@
-"""A model of the 16-bit kernel's weight ring as v40 (results/h16_v40_wip.patch)
-runs it: two warpgroups read one stream of ring fills (fill 2n: W1 of chunk n,
-2n + 1: W2), warpgroup 1 nc // 2 chunks later in its tiles (it passes over the
-stream's first nc // 2 chunks, warpgroup 0 over its last), and whichever
-warpgroup releases a slot second refills it. Over random interleavings of the
-two warpgroups it checks that nothing deadlocks, that every read finds its own
-fill in the slot (never an older or a newer one: the mbarrier parity waits
-need that), and that each warpgroup releases every fill once.
+"""Models of the 16-bit kernel's weight ring under two protocols, each over
+random interleavings of the two warpgroups, 3 and 4 slots, 1-9 chunks and
+1-4 tiles: that nothing deadlocks, that every read finds its own fill in
+its slot (never an older or a newer one: the mbarrier parity waits need
+that), that a slot is refilled only once both warpgroups released it, and
+that each warpgroup reads (releases) every fill once.
+
+v40 (results/h16_v40_wip.patch; measured slower, not landed): two warpgroups
+read one stream of ring fills (fill 2n: W1 of chunk n, 2n + 1: W2),
+warpgroup 1 nc // 2 chunks later in its tiles (it passes over the stream's
+first nc // 2 chunks, warpgroup 0 over its last), and whichever warpgroup
+releases a slot second refills it.
+
+v41 (results/h16_v41_refill.patch): the same turns for both warpgroups,
+strictly alternating (warpgroup 0 first; a warpgroup hands the token on
+once its turn is issued). A turn waits for its fills to land, is issued,
+then (warpgroup 0 only) waits until both warpgroups have released every
+earlier fill not yet refilled and refills those slots, and, once its
+wgmmas are done, releases its own fills. With 3 slots (Tile64) the fill
+that refills a slot read in turn T - 1 is read in turn T itself, so there
+warpgroup 1 refills as v39 did, right after its own release (the model
+deadlocks otherwise: NEXT_ALWAYS = True shows it).
 
     python results/h16_ring_model.py
 """
 import random
 
+NEXT_ALWAYS = False  # v41's deferred refill on 3 slots too (deadlocks: a check of the model)
 
 def program(grp, nc, tiles):
     """The fills each step of warpgroup grp reads, in order: ("pass", [f]) or ("turn", [f, ...])."""
@@ -31,7 +46,7 @@ def program(grp, nc, tiles):
     return steps
 
 
-def run(slots, nc, tiles, rng):
+def run_v40(slots, nc, tiles, rng):
     total = 2 * (nc * tiles + nc // 2)
     held = [s if s < total else None for s in range(slots)]  # the fill each slot holds (landed)
     arrivals = [0] * slots
@@ -67,14 +82,99 @@ def run(slots, nc, tiles, rng):
         assert sorted(read[g]) == list(range(total)), f"warpgroup {g} did not release every fill once"
 
 
+def turns(nc, tiles):
+    """The fills each turn reads, in order (the same for both warpgroups)."""
+    out, n = [], 0
+    for _ in range(tiles):
+        out.append([2 * n])  # GEMM1 of the tile's first chunk
+        n += 1
+        for _ in range(1, nc):
+            out.append([2 * n - 1, 2 * n])  # GEMM2 of chunk n - 1, GEMM1 of chunk n
+            n += 1
+        out.append([2 * n - 1])  # GEMM2 of the tile's last chunk
+    return out
+
+
+def run_v41(slots, nc, tiles, rng):
+    total = 2 * nc * tiles
+    program = turns(nc, tiles)
+    held = [s if s < total else None for s in range(slots)]  # the fill each slot holds (landed)
+    released = [set(), set()]  # fills each warpgroup has released
+    refilled = 0  # warpgroup 0's counter: fills below it refilled (or past the end)
+    deferred = NEXT_ALWAYS or slots >= 4  # v41's refill; else v39's (warpgroup 1, after its release)
+    issued = [0, 0]  # turns issued (the token: 0 may issue turn T once 1 issued T - 1; 1 once 0 issued T)
+    # each warpgroup's phase within its current turn: "wait" (token and fills), "refill" (0 only), "done"
+    phase = ["wait", "wait"]
+    pos = [0, 0]
+    read = [[], []]
+    while pos[0] < len(program) or pos[1] < len(program):
+        moves = []
+        for g in (0, 1):
+            if pos[g] == len(program):
+                continue
+            T = pos[g]
+            if phase[g] == "wait":
+                token = issued[1] >= T if g == 0 else issued[0] >= T + 1
+                landed = True
+                for f in program[T]:
+                    h = held[f % slots]
+                    assert h is None or h <= f, f"warpgroup {g} waits for fill {f}, its slot already holds {h}"
+                    landed &= h == f
+                if token and landed:
+                    moves.append((g, "issue"))
+            elif phase[g] == "refill":
+                f0 = program[T][0]
+                if refilled < f0 and all(refilled in r for r in released):
+                    moves.append((g, "refill"))
+                elif refilled == f0:
+                    moves.append((g, "refilled"))
+            elif phase[g] == "done":
+                moves.append((g, "release"))
+            elif phase[g] == "v39wait":
+                if all(f in released[0] for f in program[pos[g] - 1]):
+                    moves.append((g, "v39refill"))
+        assert moves, f"deadlock: slots={slots} nc={nc} tiles={tiles} at turns {pos}, phases {phase}"
+        g, what = rng.choice(moves)
+        T = pos[g]
+        if what == "issue":
+            read[g] += program[T]
+            issued[g] += 1
+            phase[g] = "refill" if g == 0 and deferred else "done"
+        elif what == "refill":
+            f = refilled
+            assert all(f in r for r in released), "refilled before both warpgroups released"
+            held[f % slots] = f + slots if f + slots < total else None
+            refilled += 1
+        elif what == "v39refill":
+            for f in program[T - 1]:
+                held[f % slots] = f + slots if f + slots < total else None
+            phase[g] = "wait"
+        elif what == "refilled":
+            phase[g] = "done"
+        else:  # the turn's wgmmas are done: its fills released
+            released[g].update(program[T])
+            phase[g] = "wait"
+            pos[g] += 1
+            if not deferred and g == 1:  # v39: warpgroup 1 waits for warpgroup 0's release, then refills
+                for f in program[T]:
+                    if f not in released[0]:
+                        phase[g] = "v39wait"
+                if phase[g] == "wait":
+                    for f in program[T]:
+                        held[f % slots] = f + slots if f + slots < total else None
+    for g in (0, 1):
+        assert read[g] == list(range(total)), f"warpgroup {g} did not read every fill once, in order"
+
+
 def main():
     rng = random.Random(1)
-    for slots in (3, 4):  # Tile64; Tile128 and Tile64C320
-        for nc in range(1, 10):
-            for tiles in range(1, 5):
-                for _ in range(200):
-                    run(slots, nc, tiles, rng)
-    print("ok: no deadlock, every fill read in its own phase, each warpgroup releases every fill once")
+    for run in (run_v40, run_v41):
+        for slots in (3, 4):  # Tile64; Tile128 and Tile64C320
+            for nc in range(1, 10):
+                for tiles in range(1, 5):
+                    for _ in range(200):
+                        run(slots, nc, tiles, rng)
+        print(f"{run.__name__}: ok (no deadlock, every fill read in its own phase, refilled after both releases)")
 
 
 if __name__ == "__main__":
