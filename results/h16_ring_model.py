@@ -27,23 +27,42 @@ import random
 
 NEXT_ALWAYS = False  # v41's deferred refill on 3 slots too (deadlocks: a check of the model)
 
-def program(grp, nc, tiles):
-    """The fills each step of warpgroup grp reads, in order: ("pass", [f]) or ("turn", [f, ...])."""
-    lag = nc // 2
-    steps = []
-    n = lag if grp == 1 else 0
-    if grp == 1:
-        steps += [("pass", [f]) for f in range(2 * lag)]
+def turns(nc, tiles, n=0):
+    """The fills each turn of a warpgroup reads, in order, from chunk n of the stream on."""
+    out = []
     for _ in range(tiles):
-        steps.append(("turn", [2 * n]))  # GEMM1 of the tile's first chunk
+        out.append([2 * n])  # GEMM1 of the tile's first chunk
         n += 1
         for _ in range(1, nc):
-            steps.append(("turn", [2 * n - 1, 2 * n]))  # GEMM2 of chunk n - 1, GEMM1 of chunk n
+            out.append([2 * n - 1, 2 * n])  # GEMM2 of chunk n - 1, GEMM1 of chunk n
             n += 1
-        steps.append(("turn", [2 * n - 1]))  # GEMM2 of the tile's last chunk
+        out.append([2 * n - 1])  # GEMM2 of the tile's last chunk
+    return out
+
+
+def program(grp, nc, tiles):
+    """v40: the fills each step of warpgroup grp reads, in order: ("pass", [f]) or ("turn", [f, ...])."""
+    lag = nc // 2
+    steps = [("pass", [f]) for f in range(2 * lag)] if grp == 1 else []
+    steps += [("turn", t) for t in turns(nc, tiles, lag if grp == 1 else 0)]
     if grp == 0:
         steps += [("pass", [f]) for f in range(2 * nc * tiles, 2 * (nc * tiles + lag))]
     return steps
+
+
+def landed(held, fills, slots, g):
+    """Whether every fill has landed in its slot; a slot holding a later fill is a protocol error."""
+    ok = True
+    for f in fills:
+        h = held[f % slots]
+        assert h is None or h <= f, f"warpgroup {g} waits for fill {f}, its slot already holds {h}"
+        ok &= h == f
+    return ok
+
+
+def refill(held, f, slots, total):
+    """Fill f's slot with the fill slots later in the stream (or nothing past its end)."""
+    held[f % slots] = f + slots if f + slots < total else None
 
 
 def run_v40(slots, nc, tiles, rng):
@@ -59,12 +78,7 @@ def run_v40(slots, nc, tiles, rng):
         for g in (0, 1):
             if pos[g] == len(programs[g]):
                 continue
-            waits = False
-            for f in programs[g][pos[g]][1]:
-                h = held[f % slots]
-                assert h is None or h <= f, f"warpgroup {g} waits for fill {f}, its slot already holds {h}"
-                waits |= h is None or h < f
-            if not waits:
+            if landed(held, programs[g][pos[g]][1], slots, g):
                 ready.append(g)
         assert ready, f"deadlock: slots={slots} nc={nc} tiles={tiles} at steps {pos}"
         g = rng.choice(ready)
@@ -76,23 +90,10 @@ def run_v40(slots, nc, tiles, rng):
             if releases[s] % 2 == 0:  # the second release of this fill: refill
                 assert arrivals[s] == 2, "refilled before both warpgroups arrived"
                 arrivals[s] = 0
-                held[s] = f + slots if f + slots < total else None
+                refill(held, f, slots, total)
         pos[g] += 1
     for g in (0, 1):
         assert sorted(read[g]) == list(range(total)), f"warpgroup {g} did not release every fill once"
-
-
-def turns(nc, tiles):
-    """The fills each turn reads, in order (the same for both warpgroups)."""
-    out, n = [], 0
-    for _ in range(tiles):
-        out.append([2 * n])  # GEMM1 of the tile's first chunk
-        n += 1
-        for _ in range(1, nc):
-            out.append([2 * n - 1, 2 * n])  # GEMM2 of chunk n - 1, GEMM1 of chunk n
-            n += 1
-        out.append([2 * n - 1])  # GEMM2 of the tile's last chunk
-    return out
 
 
 def run_v41(slots, nc, tiles, rng):
@@ -115,12 +116,7 @@ def run_v41(slots, nc, tiles, rng):
             T = pos[g]
             if phase[g] == "wait":
                 token = issued[1] >= T if g == 0 else issued[0] >= T + 1
-                landed = True
-                for f in program[T]:
-                    h = held[f % slots]
-                    assert h is None or h <= f, f"warpgroup {g} waits for fill {f}, its slot already holds {h}"
-                    landed &= h == f
-                if token and landed:
+                if token and landed(held, program[T], slots, g):
                     moves.append((g, "issue"))
             elif phase[g] == "refill":
                 f0 = program[T][0]
@@ -141,13 +137,12 @@ def run_v41(slots, nc, tiles, rng):
             issued[g] += 1
             phase[g] = "refill" if g == 0 and deferred else "done"
         elif what == "refill":
-            f = refilled
-            assert all(f in r for r in released), "refilled before both warpgroups released"
-            held[f % slots] = f + slots if f + slots < total else None
+            assert all(refilled in r for r in released), "refilled before both warpgroups released"
+            refill(held, refilled, slots, total)
             refilled += 1
         elif what == "v39refill":
             for f in program[T - 1]:
-                held[f % slots] = f + slots if f + slots < total else None
+                refill(held, f, slots, total)
             phase[g] = "wait"
         elif what == "refilled":
             phase[g] = "done"
@@ -161,7 +156,7 @@ def run_v41(slots, nc, tiles, rng):
                         phase[g] = "v39wait"
                 if phase[g] == "wait":
                     for f in program[T]:
-                        held[f % slots] = f + slots if f + slots < total else None
+                        refill(held, f, slots, total)
     for g in (0, 1):
         assert read[g] == list(range(total)), f"warpgroup {g} did not read every fill once, in order"
 
