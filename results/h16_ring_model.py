@@ -11,12 +11,12 @@ warpgroup 1 nc // 2 chunks later in its tiles (it passes over the stream's
 first nc // 2 chunks, warpgroup 0 over its last), and whichever warpgroup
 releases a slot second refills it.
 
-v41 (results/h16_v41_refill.patch): the same turns for both warpgroups,
-strictly alternating (warpgroup 0 first; a warpgroup hands the token on
-once its turn is issued). A turn waits for its fills to land, is issued,
-then (warpgroup 0 only) waits until both warpgroups have released every
-earlier fill not yet refilled and refills those slots, and, once its
-wgmmas are done, releases its own fills. With 3 slots (Tile64) the fill
+v41 (results/h16_v41_refill.patch; measured slower, not landed): the same
+turns for both warpgroups, strictly alternating (warpgroup 0 first; a
+warpgroup hands the token on once its turn is issued). A turn waits for
+its fills to land, is issued, then (warpgroup 0 only) waits until both
+warpgroups have released every earlier fill not yet refilled and refills
+those slots, and, once its wgmmas are done, releases its own fills. With 3 slots (Tile64) the fill
 that refills a slot read in turn T - 1 is read in turn T itself, so there
 warpgroup 1 refills as v39 did, right after its own release (the model
 deadlocks otherwise: NEXT_ALWAYS = True shows it).
