@@ -16,10 +16,10 @@ turns for both warpgroups, strictly alternating (warpgroup 0 first; a
 warpgroup hands the token on once its turn is issued). A turn waits for
 its fills to land, is issued, then (warpgroup 0 only) waits until both
 warpgroups have released every earlier fill not yet refilled and refills
-those slots, and, once its wgmmas are done, releases its own fills. With 3 slots (Tile64) the fill
-that refills a slot read in turn T - 1 is read in turn T itself, so there
-warpgroup 1 refills as v39 did, right after its own release (the model
-deadlocks otherwise: NEXT_ALWAYS = True shows it).
+those slots, and, once its wgmmas are done, releases its own fills. With
+3 slots (Tile64) the fill that refills a slot read in turn T - 1 is read
+in turn T itself, so there warpgroup 1 refills as v39 did, right after its
+own release (the model deadlocks otherwise: NEXT_ALWAYS = True shows it).
 
     python results/h16_ring_model.py
 """
