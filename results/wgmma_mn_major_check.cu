@@ -9,37 +9,22 @@
 //     the halo -4..-1 and 64..67 in columns 64..71) in those layouts.
 // One warpgroup, C = 16 channels (one k16 step), 64 expanded rows; values
 // are small integers, so fp32 sums are exact and any layout error shows.
-//   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 \
+// The kernel's own helpers (smem_u32, smem_desc, sw128_desc, swizzled, the
+// 4-byte cp.async, the wgmma fences) and Tile128's column order come from the
+// kernel source, as in results/wgmma_layouts.cu.
+//   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Ikernels \
 //        -o mn_check results/wgmma_mn_major_check.cu && ./mn_check
-#include <cuda_bf16.h>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#define FUSED_DWSEP_SM90A 1
+#include "fused_dwsep.cu"
+using namespace fused_dwsep;
+using namespace fused_dwsep::wg;
+using namespace fused_dwsep::wg::h16;  // kRowBytes (128), swizzled, sw128_desc
+using G = Tile128;
 
-constexpr int kC = 16, kE = 64, kN = 64, kHaloCols = 8, kHalo = 4, kL = 80;
-constexpr int kRowBytes = 128, kAtomBytes = 1024;  // one 128-byte-swizzled row, 8 of them
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Descriptor: start, leading and stride byte offsets (16-byte units), layout type (0 none, 1 = 128B).
-__device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t type) {
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t{lbo >> 4} << 16) | (uint64_t{sbo >> 4} << 32) | (type << 62);
-}
-// Byte offset of (row, 16-byte chunk, byte in chunk) in 128-byte-swizzled rows.
-__host__ __device__ constexpr uint32_t sw128(int row, int chunk, int byte) {
-  return row * kRowBytes + ((chunk ^ (row % 8)) * 16) + byte;
-}
-__host__ __device__ constexpr int position_of(int n) {  // GEMM1 column -> position (pw0 = 0)
-  if (n >= kN) return n - kN < kHalo ? n - kN - kHalo : kN + n - kN - kHalo;
-  const int j = n / 8, q = n % 8 / 2, b = n % 2;
-  return 16 * q + 2 * j + b;
-}
-
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool inside) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(inside ? 4 : 0) : "memory");
-}
+constexpr int kC = 16, kE = 64, kN = G::kGroupT, kHaloCols = 8, kL = 80;
 
 __global__ void __launch_bounds__(128, 1) check(const __nv_bfloat16* w1, const __nv_bfloat16* x, float* d64, float* d8) {
   __shared__ __align__(1024) unsigned char a_s[kE * kRowBytes];  // W1: 64 rows x 16 k, K-major, 128B swizzle
@@ -48,7 +33,7 @@ __global__ void __launch_bounds__(128, 1) check(const __nv_bfloat16* w1, const _
   const int t = threadIdx.x, warp = t / 32, lane = t % 32;
   for (int i = t; i < kE * kC; i += 128) {  // A as the kernel's W1 slot: row e, channel k
     const int e = i / kC, k = i % kC;
-    *reinterpret_cast<__nv_bfloat16*>(a_s + sw128(e, k / 8, k % 8 * 2)) = w1[i];
+    *reinterpret_cast<__nv_bfloat16*>(a_s + swizzled(e, k)) = w1[i];
   }
   for (int i = t; i < kC * kRowBytes / 4; i += 128) reinterpret_cast<uint32_t*>(b_s)[i] = ~0u;  // poison (NaN)
   if (t < kC * 4) reinterpret_cast<uint32_t*>(h_s)[t] = ~0u;
@@ -56,21 +41,23 @@ __global__ void __launch_bounds__(128, 1) check(const __nv_bfloat16* w1, const _
   // x, main columns: lane (j, q) copies the pair at position 16q + 2j of one channel (a warp: one 128-byte line)
   const int j = lane / 4, q = lane % 4;
   for (int c = warp; c < kC; c += 4)
-    cp_async4(smem_u32(b_s + sw128(c, j, 4 * q)), x + c * kL + 16 * q + 2 * j, true);
+    cp_async_4_zfill_shared(smem_u32(b_s + swizzled(c, 8 * j + 2 * q)), x + c * kL + 16 * q + 2 * j, true);
   if (t < kC * 4) {  // halo: 4 pairs a channel, zero outside [0, L)
-    const int c = t / 4, h = 2 * (t % 4), p = position_of(kN + h);
+    const int c = t / 4, h = 2 * (t % 4), p = G::position_of(kN + h);
     const bool inside = p >= 0 && p + 1 < kL;
-    cp_async4(smem_u32(h_s + c / 8 * 128 + c % 8 * 16 + h * 2), x + c * kL + (inside ? p : 0), inside);
+    cp_async_4_zfill_shared(smem_u32(h_s + c / 8 * 128 + c % 8 * 16 + h * 2), x + c * kL + (inside ? p : 0), inside);
   }
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_proxy_async();
   __syncthreads();
 
   float d[32], e8[4];
-  const uint64_t da = desc(smem_u32(a_s), 16, kAtomBytes, 1);
-  const uint64_t db = desc(smem_u32(b_s), 16, kAtomBytes, 1);  // LBO: next 64 columns (none here)
-  const uint64_t dh = desc(smem_u32(h_s), 128, 256, 0);        // LBO: next 8 k; SBO: next 8 columns (none)
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+  // the kernel's 128-byte-swizzled descriptor for both (B: SBO 1024 between 8-row groups of K; its
+  // LBO, the next 64 columns, unused at n64); the halo unswizzled, LBO the next 8 k, SBO (unused) the next 8 columns
+  const uint64_t da = sw128_desc(smem_u32(a_s)), db = sw128_desc(smem_u32(b_s));
+  const uint64_t dh = smem_desc(smem_u32(h_s), 128, 256);
+  wgmma_fence();
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
@@ -86,8 +73,8 @@ __global__ void __launch_bounds__(128, 1) check(const __nv_bfloat16* w1, const _
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 1;\n}\n"
       : "=f"(e8[0]), "=f"(e8[1]), "=f"(e8[2]), "=f"(e8[3])
       : "l"(da), "l"(dh));
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wgmma_commit();
+  wgmma_wait<0>();
   // D fragments: register 4j + 2h + b holds row 16 warp + lane / 4 + 8h, column 8j + 2 (lane % 4) + b
   for (int r = 0; r < 32; ++r) {
     const int row = 16 * warp + lane / 4 + 8 * (r / 2 % 2), col = 8 * (r / 4) + 2 * (lane % 4) + r % 2;
@@ -120,7 +107,7 @@ int main() {
   int wrong64 = 0, wrong8 = 0;
   for (int e = 0; e < kE; ++e)
     for (int n = 0; n < kN + kHaloCols; ++n) {
-      const int p = position_of(n);
+      const int p = G::position_of(n);
       float ref = 0;
       for (int c = 0; c < kC; ++c) ref += w1f[e * kC + c] * (p >= 0 && p < kL ? xf[c * kL + p] : 0.0f);
       const float got = n < kN ? d64[e * kN + n] : d8[e * kHaloCols + n - kN];
