@@ -1587,41 +1587,46 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
 #endif
 }
 // The 16-bit kernel's wgmmas (wg::h16 below): bf16 or fp16 operands (In), both
-// from shared memory, K-major and 128-byte swizzled, fp32 accumulators.
-// GEMM1 m64n72k16, GEMM2 m64n64k16; kAcc false overwrites D (whose old values
-// are then no input, so the compiler need not keep them alive).
-#define FD_WGMMA16(N, REGS, ACC, A, B, TYPE, ACCUM)                                                    \
+// from shared memory, fp32 accumulators; A K-major and 128-byte swizzled, B
+// the same or, kTransB, N-major (x by channel: x_by_channel). GEMM1
+// m64n72k16, GEMM2 m64n64k16; kAcc false overwrites D (whose old values are
+// then no input, so the compiler need not keep them alive).
+#define FD_WGMMA16(N, REGS, ACC, A, B, TYPE, ACCUM, TRANS_B)                                           \
   asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" #A      \
-               ", %" #B ", " #ACCUM ", 1, 1, 0, 0;\n"                                                    \
+               ", %" #B ", " #ACCUM ", 1, 1, 0, " #TRANS_B ";\n"                                        \
                : ACC                                                                                    \
                : "l"(desc_a), "l"(desc_b))
-// (the four forms: fp16 or bf16, accumulating or overwriting)
-#define FD_WGMMA16_FORMS(N, REGS, ACC, A, B)                                     \
-  constexpr bool kF16 = std::is_same_v<In, __half>;                              \
-  if constexpr (kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1);    \
-  if constexpr (kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0);   \
-  if constexpr (!kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1);  \
-  if constexpr (!kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0)
-template <class In, bool kAcc>
+// (the eight forms: fp16 or bf16, accumulating or overwriting, B K- or N-major)
+#define FD_WGMMA16_FORMS(N, REGS, ACC, A, B)                                                         \
+  constexpr bool kF16 = std::is_same_v<In, __half>;                                                  \
+  if constexpr (kF16 && kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1, 0);         \
+  if constexpr (kF16 && !kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0, 0);        \
+  if constexpr (!kF16 && kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1, 0);       \
+  if constexpr (!kF16 && !kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0, 0);      \
+  if constexpr (kF16 && kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1, 1);          \
+  if constexpr (kF16 && !kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0, 1);         \
+  if constexpr (!kF16 && kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1, 1);        \
+  if constexpr (!kF16 && !kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0, 1)
+template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   FD_WGMMA16_FORMS(72, FD_REGS36, FD_ACC36, 36, 37);
 #endif
 }
-template <class In, bool kAcc>
+template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   FD_WGMMA16_FORMS(64, FD_REGS32, FD_ACC32, 32, 33);
 #endif
 }
 // The narrow tile (C <= 384): GEMM1 m64n40k16, GEMM2 m64n32k16.
-template <class In, bool kAcc>
+template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[20], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   FD_WGMMA16_FORMS(40, FD_REGS20, FD_ACC20, 20, 21);
 #endif
 }
-template <class In, bool kAcc>
+template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   FD_WGMMA16_FORMS(32, FD_REGS16, FD_ACC16, 16, 17);
@@ -3076,6 +3081,16 @@ struct Tile {
   static constexpr int kKBlocks = kCMax / kKBlock;      // W1's channel blocks, GEMM2's m64 blocks
   static constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;  // kCols columns x 64 channels
   static constexpr uint32_t kXtBytes = kKBlocks * kXtBlockBytes;
+  // x by channel (x_by_channel: GEMM1's B N-major, no swizzle): core
+  // matrices of 8 channels x 8 columns, 16 bytes a channel, so that channel
+  // c of an n8 column tile lies 16 c bytes into it; the tiles kXsTileBytes
+  // apart, 16 bytes more than their kCMax channels, so that a warp's 4-byte
+  // copies of one channel's 64 positions (8 tiles x 4 pairs) hit 32 distinct
+  // banks (stage_x_by_channel)
+  static constexpr uint32_t kXsTileBytes = kCMax * kChunkBytes + kChunkBytes;
+  static constexpr uint32_t kXsBytes = kNTiles * kXsTileBytes;
+  // a warpgroup's x buffer, x^T or x by channel
+  static constexpr uint32_t kXBytes = round_up(kXtBytes > kXsBytes ? kXtBytes : kXsBytes, kAtomBytes);
   static constexpr uint32_t kSlotBytes = kKBlocks * kW1BlockBytes;  // a W1 chunk (64 x C) or a W2 chunk (C x 64)
   static constexpr uint32_t kH3Bytes = kGroupT * kRowBytes;         // GEMM2's B: kGroupT columns
   static constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;
@@ -3083,7 +3098,7 @@ struct Tile {
   static constexpr int kGroupsC = kCMax / 8;               // channel groups of 8
   // Shared memory (offsets from a 1024-aligned base).
   static constexpr uint32_t kXtOff = 0;
-  static constexpr uint32_t kH3Off = kXtOff + kGroups * kXtBytes;
+  static constexpr uint32_t kH3Off = kXtOff + kGroups * kXBytes;
   static constexpr uint32_t kRingOff = kH3Off + kGroups * kH3Bytes;
   static constexpr uint32_t kValidOff = kRingOff + kSlots * kSlotBytes;
   static constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
@@ -3156,6 +3171,25 @@ static_assert(tile_ok<Tile128>() && tile_ok<Tile64C320>() && tile_ok<Tile64>(), 
 static_assert(Tile128::kSmemBytes <= 232448 && Tile64C320::kSmemBytes <= 232448 && Tile64::kSmemBytes <= 232448,
               "one CTA per SM (227 KB)");
 __host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
+
+// GEMM1's B N-major: x staged by channel as it lies in global memory
+// (stage_x_by_channel: 4-byte copies, no transpose) rather than as x^T. In
+// the kernel for aligned rows at Tile128: a pair of positions needs an even
+// L (aligned rows: L % 8 == 0). (Tile64 would take it too: not measured.)
+template <class G, bool kAlignedX>
+__host__ __device__ constexpr bool x_by_channel() {
+  return kAlignedX && G::kGroupT == 64;
+}
+// Byte offset of channel c, GEMM1 column n, where x lies by channel.
+template <class G>
+__host__ __device__ constexpr uint32_t xs_offset(int c, int n) {
+  return n / kMmaN * G::kXsTileBytes + c * kChunkBytes + n % kMmaN * 2;
+}
+// Its wgmma descriptor (N-major, no swizzle): the next 8 channels (K) 128
+// bytes on, the next n8 tile kXsTileBytes.
+__device__ __forceinline__ uint64_t xs_desc_of(uint32_t xs, uint32_t tile_bytes) {
+  return smem_desc(xs, kCoreRows * kChunkBytes, tile_bytes);
+}
 
 // wgmma descriptor of a K-major, 128-byte-swizzled operand starting at addr
 // (8-row groups 1024 bytes apart; the leading offset is unused there).
@@ -3230,13 +3264,17 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
 // holds that element (CUDA maps allocations in whole granules of 256 bytes
 // and more); positions outside [0, L) are stored as 0. (v31-v34 shifted
 // unaligned rows into octets by words or shuffles: kernels/NOTES.md.)
-template <class G, class In, bool kAligned>
-__device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, int t) {
+template <class G, class In>
+__device__ __forceinline__ void stage_valid(uint8_t* valid, int L, int pw0, int t) {
   if (t < G::kCols) {
     const int pos = pw0 + G::position_of(t);
     *reinterpret_cast<In*>(valid + t / kCoreRows * kValidRowGroup + t % kCoreRows * kChunkBytes) =
         Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
   }
+}
+template <class G, class In, bool kAligned>
+__device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, int t) {
+  stage_valid<G, In>(valid, L, pw0, t);
   // items: the kPosTiles inner blocks by item_octet, item_group; then the
   // first and the last block, 8 adjacent chunks a quarter warp
   constexpr int kInner = G::kPosTiles * G::kGroupsC, kItems = G::kOctets * G::kGroupsC;
@@ -3272,6 +3310,43 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
       *reinterpret_cast<uint4*>(xt + (cg / 8) * G::kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
     }
   }
+}
+
+// x of one warpgroup's columns by channel (x_by_channel; at xs), and the
+// bias step's flags. Lane (j, q) of a warp copies positions pw0 + 16 q + 2 j
+// and + 1, GEMM1's columns 8 j + 2 q and + 1 (column_of), by one 4-byte
+// cp.async: a warp moves one channel's 128 bytes of x (a line, aligned
+// rows) into 32 distinct banks (kXsTileBytes). Then the halo, the pairs at
+// -4, -2, 64 and 66: 16 bytes a channel, 8 channels a warp. A pair lies
+// wholly inside or outside [0, L) (pw0 and L even); those outside are
+// zero-filled. Channels C .. kCMax are not written: zero since the kernel's
+// start. Asynchronous, no registers held: cp_async_wait and
+// fence_proxy_async before GEMM1 reads it.
+template <class G, class In>
+__device__ __forceinline__ void stage_x_by_channel(uint32_t xs, uint8_t* valid, const In* xb, int C, int L, int pw0,
+                                                   int t) {
+  static_assert(G::kGroupT / 2 == kWarpSize, "a warp copies one channel's positions");
+  stage_valid<G, In>(valid, L, pw0, t);
+  // (opaque: the addresses are worked out here each tile, not hoisted out of
+  // the tile loop into registers the GEMM turns need)
+  t = opaque(t), L = opaque(L);
+  const int warp = t / kWarpSize, lane = t % kWarpSize, j = lane / kQuad, q = lane % kQuad;
+  const int pos = pw0 + G::kLanePos * q + 2 * j;
+  const bool inside = pos < L;  // (pos >= 0)
+  uint32_t dst = xs + xs_offset<G>(warp, kMmaN * j + 2 * q);
+  const In* src = xb + warp * static_cast<int64_t>(L) + (inside ? pos : 0);
+  const int64_t step = static_cast<int64_t>(kGroupWarps) * L;
+#pragma unroll 4
+  for (int c = warp; c < C; c += kGroupWarps, src += step, dst += kGroupWarps * kChunkBytes)
+    cp_async_4_zfill_shared(dst, src, inside);
+  constexpr int kHaloPairs = kHalo;  // 2 kHalo columns a channel, 2 a copy
+  for (int i = t; i < C * kHaloPairs; i += kWarpgroupThreads) {
+    const int c = i / kHaloPairs, n = G::kPosTiles * kMmaN + 2 * (i % kHaloPairs);
+    const int p = pw0 + G::position_of(n);
+    const bool in = p >= 0 && p < L;
+    cp_async_4_zfill_shared(xs + xs_offset<G>(c, n), xb + static_cast<int64_t>(c) * L + (in ? p : 0), in);
+  }
+  cp_async_commit();
 }
 
 // Starts fetching into L2 the x that stage_x will read for the warpgroup's
@@ -3386,12 +3461,28 @@ __device__ __forceinline__ uint32_t xt_block_addr(uint32_t xt, int mb, int j, in
   return xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
 }
 
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// The same blocks where x lies by channel (x_by_channel): lane 8m + i gives
+// channel 64 mb + 16 warp + 8 (m % 2) + i of n8 tile j + m / 2, read without
+// .trans (a channel a row: the core matrix as it lies).
+template <class G>
+__device__ __forceinline__ uint32_t xs_block_addr(uint32_t xs, int mb, int j, int warp, int lane) {
+  const int i = lane % 8, m = lane / 8;
+  return xs + xs_offset<G>(kWgmmaM * mb + kMmaM * warp + 8 * (m % 2) + i, kMmaN * (j + m / 2));
+}
+
 // acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
-// .trans reads of x^T's 8 x 8 blocks), so that GEMM2 adds onto the residual
-// and y leaves acc as it is: off the tile boundary, where the tensor cores
-// wait, into the time after the tile's first depthwise, where the
-// warpgroup waits for its next turn anyway.
-template <class G, class In, bool kByClass>
+// .trans reads of x^T's 8 x 8 blocks; ldmatrix where x lies by channel), so
+// that GEMM2 adds onto the residual and y leaves acc as it is: off the tile
+// boundary, where the tensor cores wait, into the time after the tile's
+// first depthwise, where the warpgroup waits for its next turn anyway.
+template <class G, class In, bool kByClass, bool kByChannel>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
   const int lane = lane_id(), g = lane / kQuad;
@@ -3407,7 +3498,10 @@ __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
       uint32_t r[4];
-      ldmatrix_x4_trans(xt_block_addr<G>(xt, mb, j, warp, lane), r);
+      if constexpr (kByChannel)
+        ldmatrix_x4(xs_block_addr<G>(xt, mb, j, warp, lane), r);
+      else
+        ldmatrix_x4_trans(xt_block_addr<G>(xt, mb, j, warp, lane), r);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const int jj = j + k / 2, h = k % 2;
@@ -3565,9 +3659,10 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   uint8_t* const sbase = smem_raw + (base - raw);
   const int tid = threadIdx.x, grp = tid / kWarpgroupThreads, t = tid % kWarpgroupThreads;
   const int warp = t / kWarpSize, lane = t % kWarpSize;
-  const uint32_t xt = base + G::kXtOff + grp * G::kXtBytes, h3 = base + G::kH3Off + grp * G::kH3Bytes;
+  const uint32_t xt = base + G::kXtOff + grp * G::kXBytes, h3 = base + G::kH3Off + grp * G::kH3Bytes;
   const uint32_t ring = base + G::kRingOff, full = base + G::kBarOff, empty = full + G::kSlots * sizeof(uint64_t);
   uint8_t* const valid = sbase + G::kValidOff + grp * G::kValidBytes;
+  constexpr bool kByChannel = x_by_channel<G, kAlignedX>();
 
   const int C = static_cast<int>(p.C);
   const int L = static_cast<int>(p.L);
@@ -3600,6 +3695,9 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 
   for (uint32_t i = t * sizeof(uint4); i < G::kValidBytes; i += kWarpgroupThreads * sizeof(uint4))
     *reinterpret_cast<uint4*>(valid + i) = make_uint4(0, 0, 0, 0);  // channels 1..15 stay 0
+  if constexpr (kByChannel)  // channels C .. kCMax stay 0 (stage_x_by_channel writes those below C)
+    for (uint32_t i = t * sizeof(uint4); i < G::kXBytes; i += kWarpgroupThreads * sizeof(uint4))
+      *reinterpret_cast<uint4*>(sbase + (xt - base) + i) = make_uint4(0, 0, 0, 0);
   if (tid == 0) {
     for (int s = 0; s < G::kSlots; ++s) {
       mbar_init(full + s * sizeof(uint64_t), 1);
@@ -3617,10 +3715,21 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     pw0 = tile % tiles_per_row * G::kTileT + grp * G::kGroupT;
   };
   int b, pw0;
+  // the next tile's x in shared memory, ready for GEMM1 after x_landed
+  auto stage = [&](int sb, int spw0) {
+    if constexpr (kByChannel)
+      stage_x_by_channel<G, In>(xt, valid, x_row(sb), C, L, spw0, t);
+    else
+      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(sb), C, L, spw0, t);
+  };
+  auto x_landed = [] {
+    if constexpr (kByChannel) cp_async_wait<0>();
+    fence_proxy_async();  // read by GEMM1 after the next turn barrier
+  };
   if (my_tiles > 0) {
     tile_at(0, b, pw0);
-    stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(b), C, L, pw0, t);
-    fence_proxy_async();
+    stage(b, pw0);
+    x_landed();
   }
   if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
 
@@ -3662,7 +3771,21 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
         }
       }
     }
-    if constexpr (kG1) {
+    if constexpr (kG1 && kByChannel) {
+      // B N-major: k16 steps of 16 channels, 256 bytes (two cores) apart
+      const uint64_t a = sw128_desc(slot_of(2 * n)), b = xs_desc_of(xt, G::kXsTileBytes);
+      constexpr int kBlockSteps = kKBlock / kKStep;
+#pragma unroll
+      for (int ks = 0; ks < G::kKBlocks * kBlockSteps; ++ks) {
+        const uint64_t da = a + desc_units(ks / kBlockSteps * kW1BlockBytes + ks % kBlockSteps * kKStep * 2);
+        const uint64_t db = b + desc_units(ks * kKStep * kChunkBytes);
+        if (ks == 0)
+          wgmma16<In, false, true>(acc1, da, db);
+        else
+          wgmma16<In, true, true>(acc1, da, db);
+      }
+      wgmma16_rs<In>(acc1, a_b1, smem_desc(smem_u32(valid), kValidCoreK, kValidRowGroup));
+    } else if constexpr (kG1) {
       const uint64_t a = sw128_desc(slot_of(2 * n)), b = sw128_desc(xt);
       constexpr int kBlockSteps = kKBlock / kKStep;  // k16 steps per 128-byte row
 #pragma unroll
@@ -3705,8 +3828,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     const bool last_tile = it + 1 == my_tiles;
     auto stage_next = [&](int& nb, int& npw0) {  // the next tile's x into x^T
       tile_at(it + 1, nb, npw0);
-      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(nb), C, L, npw0, t);
-      fence_proxy_async();
+      stage(nb, npw0);
     };
     auto depthwise = [&](int c) {
       depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
@@ -3720,7 +3842,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       }
     });
     depthwise(0);
-    init_acc<G, In, !kAlignedX>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
+    init_acc<G, In, !kAlignedX, kByChannel>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
     for (int c = 1; c < nc; ++c) {
       turn(true_type{}, true_type{}, true, nothing);
       depthwise(c);
@@ -3737,11 +3859,15 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
         if (!last_tile) stage_next(nb, npw0);
       });
       store_y_aligned<G, In>(acc, p, C, L, b, pw0, warp);
+      if (!last_tile) x_landed();  // (by channel: the copies, in flight through the stores)
       b = nb, pw0 = npw0;
     } else {
       turn(true_type{}, false_type{}, hand_on, nothing);  // y leaves by way of x^T, then x^T is free
       store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
-      if (!last_tile) stage_next(b, pw0);
+      if (!last_tile) {
+        stage_next(b, pw0);
+        x_landed();
+      }
     }
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
