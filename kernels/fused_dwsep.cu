@@ -3316,28 +3316,33 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
 // bias step's flags. Lane (j, q) of a warp copies positions pw0 + 16 q + 2 j
 // and + 1, GEMM1's columns 8 j + 2 q and + 1 (column_of), by one 4-byte
 // cp.async: a warp moves one channel's 128 bytes of x (a line, aligned
-// rows) into 32 distinct banks (kXsTileBytes). Then the halo, the pairs at
-// -4, -2, 64 and 66: 16 bytes a channel, 8 channels a warp. A pair lies
-// wholly inside or outside [0, L) (pw0 and L even); those outside are
-// zero-filled. Channels C .. kCMax are not written: zero since the kernel's
-// start. Asynchronous, no registers held: cp_async_wait and
+// rows) into 32 distinct banks (kXsTileBytes); at Tile64 (8 q + 2 j, j < 4)
+// two channels' 64 bytes, c and c + 4, 16 banks apart. Then the halo, the
+// pairs at -4, -2, kGroupT and + 2: 16 bytes a channel, 8 channels a warp.
+// A pair lies wholly inside or outside [0, L) (pw0 and L even); those
+// outside are zero-filled. Channels C .. kCMax are not written: zero since
+// the kernel's start. Asynchronous, no registers held: cp_async_wait and
 // fence_proxy_async before GEMM1 reads it.
 template <class G, class In>
 __device__ __forceinline__ void stage_x_by_channel(uint32_t xs, uint8_t* valid, const In* xb, int C, int L, int pw0,
                                                    int t) {
-  static_assert(G::kGroupT / 2 == kWarpSize, "a warp copies one channel's positions");
+  constexpr int kRowPairs = G::kGroupT / 2;         // a channel's pairs, halo aside
+  constexpr int kRowsACopy = kWarpSize / kRowPairs;  // channels a warp copies at once
+  static_assert(kRowsACopy * kRowPairs == kWarpSize && kRowsACopy <= 2, "one or two channels a copy");
   stage_valid<G, In>(valid, L, pw0, t);
   // (opaque: the addresses are worked out here each tile, not hoisted out of
   // the tile loop into registers the GEMM turns need)
   t = opaque(t), L = opaque(L);
-  const int warp = t / kWarpSize, lane = t % kWarpSize, j = lane / kQuad, q = lane % kQuad;
+  const int warp = t / kWarpSize, lane = t % kWarpSize, j = lane % kRowPairs / kQuad, q = lane % kQuad;
+  constexpr int kStride = kGroupWarps * kRowsACopy;
+  const int c0 = warp + kGroupWarps * (lane / kRowPairs);
   const int pos = pw0 + G::kLanePos * q + 2 * j;
   const bool inside = pos < L;  // (pos >= 0)
-  uint32_t dst = xs + xs_offset<G>(warp, kMmaN * j + 2 * q);
-  const In* src = xb + warp * static_cast<int64_t>(L) + (inside ? pos : 0);
-  const int64_t step = static_cast<int64_t>(kGroupWarps) * L;
+  uint32_t dst = xs + xs_offset<G>(c0, kMmaN * j + 2 * q);
+  const In* src = xb + c0 * static_cast<int64_t>(L) + (inside ? pos : 0);
+  const int64_t step = static_cast<int64_t>(kStride) * L;
 #pragma unroll 4
-  for (int c = warp; c < C; c += kGroupWarps, src += step, dst += kGroupWarps * kChunkBytes)
+  for (int c = c0; c < C; c += kStride, src += step, dst += kStride * kChunkBytes)
     cp_async_4_zfill_shared(dst, src, inside);
   constexpr int kHaloPairs = kHalo;  // 2 kHalo columns a channel, 2 a copy
   for (int i = t; i < C * kHaloPairs; i += kWarpgroupThreads) {
