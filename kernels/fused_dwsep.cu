@@ -1588,7 +1588,7 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
 }
 // The 16-bit kernel's wgmmas (wg::h16 below): bf16 or fp16 operands (In), both
 // from shared memory, fp32 accumulators; A K-major and 128-byte swizzled, B
-// the same or, kTransB, N-major (x by channel: x_by_channel). GEMM1
+// the same or, kTransB, N-major (x by channel on aligned rows). GEMM1
 // m64n72k16, GEMM2 m64n64k16; kAcc false overwrites D (whose old values are
 // then no input, so the compiler need not keep them alive).
 #define FD_WGMMA16(N, REGS, ACC, A, B, TYPE, ACCUM, TRANS_B)                                           \
@@ -3061,8 +3061,7 @@ static_assert(channel_of(channel_of(77)) == 77 && channel_of(8 * 3 + 1) == 8 + 3
               "channel_of: the transpose of the 8 x 8 chunk index in each 64-channel block");
 // The channel at K index k: channel_of's classes in the kernel for rows of x
 // that need not be 16-byte aligned (kByClass), the identity in the kernel
-// for aligned rows, whose code stays v34's (the classes cost it 1-3%,
-// kernels/NOTES.md, v35).
+// for aligned rows (the classes cost it 1-3%, kernels/NOTES.md, v35).
 template <bool kByClass>
 __host__ __device__ constexpr int channel_at(int k) {
   return kByClass ? channel_of(k) : k;
@@ -3081,7 +3080,7 @@ struct Tile {
   static constexpr int kKBlocks = kCMax / kKBlock;      // W1's channel blocks, GEMM2's m64 blocks
   static constexpr uint32_t kXtBlockBytes = kCols * kRowBytes;  // kCols columns x 64 channels
   static constexpr uint32_t kXtBytes = kKBlocks * kXtBlockBytes;
-  // x by channel (x_by_channel: GEMM1's B N-major, no swizzle): core
+  // x by channel (aligned rows: GEMM1's B N-major, no swizzle): core
   // matrices of 8 channels x 8 columns, 16 bytes a channel, so that channel
   // c of an n8 column tile lies 16 c bytes into it; the tiles kXsTileBytes
   // apart, 16 bytes more than their kCMax channels, so that a warp's 4-byte
@@ -3172,15 +3171,11 @@ static_assert(Tile128::kSmemBytes <= 232448 && Tile64C320::kSmemBytes <= 232448 
               "one CTA per SM (227 KB)");
 __host__ __device__ constexpr int64_t chunks(int64_t E) { return ceil_div(E, kEChunk); }
 
-// GEMM1's B N-major: x staged by channel as it lies in global memory
-// (stage_x_by_channel: 4-byte copies, no transpose) rather than as x^T. In
-// the kernel for aligned rows at Tile128: a pair of positions needs an even
-// L (aligned rows: L % 8 == 0). (Tile64 would take it too: not measured.)
-template <class G, bool kAlignedX>
-__host__ __device__ constexpr bool x_by_channel() {
-  return kAlignedX && G::kGroupT == 64;
-}
-// Byte offset of channel c, GEMM1 column n, where x lies by channel.
+// x by channel, GEMM1's B N-major: on aligned rows x is staged as it lies
+// in global memory (stage_x_by_channel: 4-byte copies, no transpose; a pair
+// of positions needs an even L, and aligned rows have L % 8 == 0), 4%
+// faster than v39's x^T (kernels/NOTES.md, v43). Byte offset of channel c,
+// GEMM1 column n:
 template <class G>
 __host__ __device__ constexpr uint32_t xs_offset(int c, int n) {
   return n / kMmaN * G::kXsTileBytes + c * kChunkBytes + n % kMmaN * 2;
@@ -3251,14 +3246,14 @@ __global__ void __launch_bounds__(kPackThreads) pack_kernel(Params p) {
 
 // x^T of one warpgroup's 72 columns (positions pw0 - 4 .. pw0 + 67 of row xb,
 // zero outside [0, L) and beyond C), in column order, and its bias-step
-// flags v. Work items of 8 channels (a chunk of x^T, channel_at: in the
-// kernel for unaligned rows one alignment class) x 8 positions: eight
-// aligned 16-byte loads, one a row, transposed in registers, eight 16-byte
-// stores. The chunk's rows start at one alignment (in the aligned kernel
-// every row does), so its blocks are aligned blocks of every row at once: the
-// first holds position pw0 - kHalo at element `lead` (kHalo where rows are
-// 16-byte aligned), and kOctets blocks cover the 72 positions whatever
-// `lead` is (72 + 7 <= 80). A block is loaded only where it holds a
+// flags v, in the kernel for unaligned rows (aligned rows take x by
+// channel: stage_x_by_channel). Work items of 8 channels (a chunk of x^T,
+// channel_of: one alignment class) x 8 positions: eight aligned 16-byte
+// loads, one a row, transposed in registers, eight 16-byte stores. The
+// chunk's rows start at one alignment, so its blocks are aligned blocks of
+// every row at once: the first holds position pw0 - kHalo at element
+// `lead`, and kOctets blocks cover the 72 positions whatever `lead` is
+// (72 + 7 <= 80). A block is loaded only where it holds a
 // position of [0, L) of its row, so one of x's elements: it starts inside
 // x's allocation (16-byte aligned at least) and ends inside the granule that
 // holds that element (CUDA maps allocations in whole granules of 256 bytes
@@ -3272,7 +3267,7 @@ __device__ __forceinline__ void stage_valid(uint8_t* valid, int L, int pw0, int 
         Elem<In>::from_float(pos >= 0 && pos < L ? 1.0f : 0.0f);
   }
 }
-template <class G, class In, bool kAligned>
+template <class G, class In>
 __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* xb, int C, int L, int pw0, int t) {
   stage_valid<G, In>(valid, L, pw0, t);
   // items: the kPosTiles inner blocks by item_octet, item_group; then the
@@ -3282,16 +3277,16 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
     const int halo = item - kInner;
     const int oct = halo < 0 ? 1 + G::item_octet(item) : halo < G::kGroupsC ? 0 : G::kOctets - 1;
     const int cg = halo < 0 ? G::item_group(item) : halo % G::kGroupsC;
-    const int lead = kAligned ? kHalo : static_cast<int>((reinterpret_cast<uintptr_t>(xb) / sizeof(In) +
-                                                          static_cast<uintptr_t>(channel_at<!kAligned>(8 * cg)) * L +
-                                                          static_cast<uintptr_t>(pw0 - kHalo)) % 8);
+    const int lead = static_cast<int>((reinterpret_cast<uintptr_t>(xb) / sizeof(In) +
+                                       static_cast<uintptr_t>(channel_of(8 * cg)) * L +
+                                       static_cast<uintptr_t>(pw0 - kHalo)) % 8);
     const int a = pw0 - kHalo - lead + 8 * oct;  // the block's first position
     uint32_t v[8][4];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const int c = channel_at<!kAligned>(8 * cg + i);
+      const int c = channel_of(8 * cg + i);
       uint4 u = make_uint4(0, 0, 0, 0);
-      if (c < C && (kAligned ? a >= 0 : a + 8 > 0) && a < L)
+      if (c < C && a + 8 > 0 && a < L)
         u = __ldg(reinterpret_cast<const uint4*>(xb + static_cast<int64_t>(c) * L + a));
       v[i][0] = u.x, v[i][1] = u.y, v[i][2] = u.z, v[i][3] = u.w;
     }
@@ -3305,14 +3300,14 @@ __device__ __forceinline__ void stage_x(uint8_t* xt, uint8_t* valid, const In* x
       w.y = __byte_perm(v[2][j / 2], v[3][j / 2], sel);
       w.z = __byte_perm(v[4][j / 2], v[5][j / 2], sel);
       w.w = __byte_perm(v[6][j / 2], v[7][j / 2], sel);
-      if (!kAligned && (a + j < 0 || a + j >= L)) w = make_uint4(0, 0, 0, 0);  // (aligned: whole blocks)
+      if (a + j < 0 || a + j >= L) w = make_uint4(0, 0, 0, 0);
       const int n = G::column_of(p);
       *reinterpret_cast<uint4*>(xt + (cg / 8) * G::kXtBlockBytes + swizzled(n, (cg % 8) * 8)) = w;
     }
   }
 }
 
-// x of one warpgroup's columns by channel (x_by_channel; at xs), and the
+// x of one warpgroup's columns by channel (aligned rows; at xs), and the
 // bias step's flags. Lane (j, q) of a warp copies positions pw0 + 16 q + 2 j
 // and + 1, GEMM1's columns 8 j + 2 q and + 1 (column_of), by one 4-byte
 // cp.async: a warp moves one channel's 128 bytes of x (a line, aligned
@@ -3473,7 +3468,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
                : "memory");
 }
 
-// The same blocks where x lies by channel (x_by_channel): lane 8m + i gives
+// The same blocks where x lies by channel (aligned rows): lane 8m + i gives
 // channel 64 mb + 16 warp + 8 (m % 2) + i of n8 tile j + m / 2, read without
 // .trans (a channel a row: the core matrix as it lies).
 template <class G>
@@ -3483,11 +3478,11 @@ __device__ __forceinline__ uint32_t xs_block_addr(uint32_t xs, int mb, int j, in
 }
 
 // acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
-// .trans reads of x^T's 8 x 8 blocks; ldmatrix where x lies by channel), so
-// that GEMM2 adds onto the residual and y leaves acc as it is: off the tile
+// .trans reads of x^T's 8 x 8 blocks; on aligned rows, where x lies by
+// channel, ldmatrix), so that GEMM2 adds onto the residual and y leaves acc as it is: off the tile
 // boundary, where the tensor cores wait, into the time after the tile's
 // first depthwise, where the warpgroup waits for its next turn anyway.
-template <class G, class In, bool kByClass, bool kByChannel>
+template <class G, class In, bool kAlignedX>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
   const int lane = lane_id(), g = lane / kQuad;
@@ -3497,13 +3492,13 @@ __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 
     float bias[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = channel_at<kByClass>(mb * kWgmmaM + warp * kMmaM + 8 * h + g);
+      const int c = channel_at<!kAlignedX>(mb * kWgmmaM + warp * kMmaM + 8 * h + g);
       bias[h] = c < C ? Elem<In>::to_float(b2[c]) : 0.0f;
     }
 #pragma unroll
     for (int j = 0; j < G::kPosTiles; j += 2) {
       uint32_t r[4];
-      if constexpr (kByChannel)
+      if constexpr (kAlignedX)
         ldmatrix_x4(xs_block_addr<G>(xt, mb, j, warp, lane), r);
       else
         ldmatrix_x4_trans(xt_block_addr<G>(xt, mb, j, warp, lane), r);
@@ -3649,8 +3644,8 @@ __device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][
 }
 
 // kAlignedX: every row of x and y 16-byte aligned (L % 8 == 0, x and y so
-// aligned: h16_aligned_rows): x^T's channels in order, v34's staging and y
-// straight from the accumulators (store_y_aligned).
+// aligned: h16_aligned_rows): x by channel (stage_x_by_channel, GEMM1's B
+// N-major) and y straight from the accumulators (store_y_aligned).
 // Otherwise channel_of's alignment classes, which move unaligned rows by
 // aligned blocks (the weights packed to match: pack_kernel's kByClass). A
 // template flag, not a runtime one: with the unaligned rows' code in the
@@ -3667,7 +3662,6 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   const uint32_t xt = base + G::kXtOff + grp * G::kXBytes, h3 = base + G::kH3Off + grp * G::kH3Bytes;
   const uint32_t ring = base + G::kRingOff, full = base + G::kBarOff, empty = full + G::kSlots * sizeof(uint64_t);
   uint8_t* const valid = sbase + G::kValidOff + grp * G::kValidBytes;
-  constexpr bool kByChannel = x_by_channel<G, kAlignedX>();
 
   const int C = static_cast<int>(p.C);
   const int L = static_cast<int>(p.L);
@@ -3700,7 +3694,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 
   for (uint32_t i = t * sizeof(uint4); i < G::kValidBytes; i += kWarpgroupThreads * sizeof(uint4))
     *reinterpret_cast<uint4*>(valid + i) = make_uint4(0, 0, 0, 0);  // channels 1..15 stay 0
-  if constexpr (kByChannel)  // channels C .. kCMax stay 0 (stage_x_by_channel writes those below C)
+  if constexpr (kAlignedX)  // channels C .. kCMax stay 0 (stage_x_by_channel writes those below C)
     for (uint32_t i = t * sizeof(uint4); i < G::kXBytes; i += kWarpgroupThreads * sizeof(uint4))
       *reinterpret_cast<uint4*>(sbase + (xt - base) + i) = make_uint4(0, 0, 0, 0);
   if (tid == 0) {
@@ -3722,13 +3716,13 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   int b, pw0;
   // the next tile's x in shared memory, ready for GEMM1 after x_landed
   auto stage = [&](int sb, int spw0) {
-    if constexpr (kByChannel)
+    if constexpr (kAlignedX)
       stage_x_by_channel<G, In>(xt, valid, x_row(sb), C, L, spw0, t);
     else
-      stage_x<G, In, kAlignedX>(sbase + (xt - base), valid, x_row(sb), C, L, spw0, t);
+      stage_x<G, In>(sbase + (xt - base), valid, x_row(sb), C, L, spw0, t);
   };
   auto x_landed = [] {
-    if constexpr (kByChannel) cp_async_wait<0>();
+    if constexpr (kAlignedX) cp_async_wait<0>();
     fence_proxy_async();  // read by GEMM1 after the next turn barrier
   };
   if (my_tiles > 0) {
@@ -3776,7 +3770,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
         }
       }
     }
-    if constexpr (kG1 && kByChannel) {
+    if constexpr (kG1 && kAlignedX) {
       // B N-major: k16 steps of 16 channels, 256 bytes (two cores) apart
       const uint64_t a = sw128_desc(slot_of(2 * n)), b = xs_desc_of(xt, G::kXsTileBytes);
       constexpr int kBlockSteps = kKBlock / kKStep;
@@ -3831,7 +3825,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   auto nothing = [] {};
   for (int it = 0; it < my_tiles; ++it) {
     const bool last_tile = it + 1 == my_tiles;
-    auto stage_next = [&](int& nb, int& npw0) {  // the next tile's x into x^T
+    auto stage_next = [&](int& nb, int& npw0) {  // the next tile's x
       tile_at(it + 1, nb, npw0);
       stage(nb, npw0);
     };
@@ -3847,7 +3841,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       }
     });
     depthwise(0);
-    init_acc<G, In, !kAlignedX, kByChannel>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
+    init_acc<G, In, kAlignedX>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
     for (int c = 1; c < nc; ++c) {
       turn(true_type{}, true_type{}, true, nothing);
       depthwise(c);

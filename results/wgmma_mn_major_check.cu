@@ -1,5 +1,5 @@
-// Checks, on a GPU, the hardware facts the kernel's x by channel
-// (x_by_channel, kernels/NOTES.md v43) rests on, with the kernel's own code:
+// Checks, on a GPU, the hardware facts the kernel's x by channel on aligned
+// rows (kernels/NOTES.md, v43) rests on, with the kernel's own code:
 //  1. wgmma reads a 16-bit B operand N-major (imm-trans-b = 1) without
 //     swizzle as xs_desc_of describes it: the next 8 channels (K) 128 bytes
 //     on (LBO), the next n8 column tile kXsTileBytes on (SBO);
