@@ -517,7 +517,7 @@ WGMMA_TURNS = [
     (2, 257, 64, 4099, 9),  # 1 chunk; warpgroup 1's half holds one channel
     (3, 320, 512, 4096, 9),  # 8 chunks, x by 16-byte copies
     (2, 384, 200, 8191, 5),  # the largest C, 4 chunks, odd L
-    (2, 348, 136, 8192, 9),  # aligned rows at C <= 384 (x by channel, channels 348..383 zero), ~2 tiles a CTA
+    (2, 348, 136, 8192, 9),  # 16 bits on aligned rows at C <= 384: x by channel, channels 348..383 zero, ~2 tiles a CTA
     (130, 300, 136, 50, 7),  # rows shorter than a tile
 ]
 
