@@ -3443,11 +3443,19 @@ __device__ __forceinline__ float2 unpack2(uint32_t r) {
   return make_float2(__uint_as_float(r << 16), __uint_as_float(r & 0xffff0000u));
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
+// Four 8 x 8 matrices of 16-bit values, transposed (kTrans) or as they lie.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
+#define FD_LDMATRIX_X4(FORM)                                                              \
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4" FORM ".shared.b16 {%0, %1, %2, %3}, [%4];\n" \
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                          \
+               : "r"(addr)                                                                \
+               : "memory")
+  if constexpr (kTrans)
+    FD_LDMATRIX_X4(".trans");
+  else
+    FD_LDMATRIX_X4("");
+#undef FD_LDMATRIX_X4
 }
 
 // Lane's address for an ldmatrix / stmatrix x4 .trans over x^T in the
@@ -3459,13 +3467,6 @@ __device__ __forceinline__ uint32_t xt_block_addr(uint32_t xt, int mb, int j, in
   const int i = lane % 8, m = lane / 8;
   const int row = kMmaN * (j + m / 2) + i;
   return xt + mb * G::kXtBlockBytes + row * kRowBytes + (((2 * warp + m % 2) ^ i) * kChunkBytes);
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
 }
 
 // The same blocks where x lies by channel (aligned rows): lane 8m + i gives
@@ -3499,9 +3500,9 @@ __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 
     for (int j = 0; j < G::kPosTiles; j += 2) {
       uint32_t r[4];
       if constexpr (kAlignedX)
-        ldmatrix_x4(xs_block_addr<G>(xt, mb, j, warp, lane), r);
+        ldmatrix_x4<false>(xs_block_addr<G>(xt, mb, j, warp, lane), r);
       else
-        ldmatrix_x4_trans(xt_block_addr<G>(xt, mb, j, warp, lane), r);
+        ldmatrix_x4<true>(xt_block_addr<G>(xt, mb, j, warp, lane), r);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const int jj = j + k / 2, h = k % 2;

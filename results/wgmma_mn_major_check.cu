@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(128, 1)
   // init_acc's reads: channel 16 warp + 8h + g, column 8 (j + k / 2) + 2q + b
   for (int j = 0; j < G::kPosTiles; j += 2) {
     uint32_t r[4];
-    ldmatrix_x4(xs_block_addr<G>(smem_u32(xs), 0, j, warp, lane), r);
+    ldmatrix_x4<false>(xs_block_addr<G>(smem_u32(xs), 0, j, warp, lane), r);
     for (int k = 0; k < 4; ++k) {
       const float2 v = unpack2<In>(r[k]);
       const int c = 16 * warp + 8 * (k % 2) + lane / 4, n = 8 * (j + k / 2) + 2 * (lane % 4);
