@@ -21,6 +21,12 @@ those slots, and, once its wgmmas are done, releases its own fills. With
 in turn T itself, so there warpgroup 1 refills as v39 did, right after its
 own release (the model deadlocks otherwise: NEXT_ALWAYS = True shows it).
 
+v44 (results/h16_v44_chunk_stream.patch; written, not yet run): v39's
+protocol (warpgroup 1 refills a turn's slots once both warpgroups released
+them) over one stream of chunks: a GEMM1-only turn, then GEMM2 of chunk
+n - 1 with GEMM1 of chunk n across tile boundaries too, then a GEMM2-only
+turn, 1 + nc x tiles turns in all.
+
     python results/h16_ring_model.py
 """
 import random
@@ -38,6 +44,12 @@ def turns(nc, tiles, n=0):
             n += 1
         out.append([2 * n - 1])  # GEMM2 of the tile's last chunk
     return out
+
+
+def stream_turns(nc, tiles):
+    """v44: the same fills as turns(), a tile's last GEMM2 in one turn with the next tile's first GEMM1."""
+    total = nc * tiles
+    return [[0]] + [[2 * n - 1, 2 * n] for n in range(1, total)] + [[2 * total - 1]]
 
 
 def program(grp, nc, tiles):
@@ -96,13 +108,14 @@ def run_v40(slots, nc, tiles, rng):
         assert sorted(read[g]) == list(range(total)), f"warpgroup {g} did not release every fill once"
 
 
-def run_v41(slots, nc, tiles, rng):
+def run_v41(slots, nc, tiles, rng, v44=False):
     total = 2 * nc * tiles
-    program = turns(nc, tiles)
+    program = stream_turns(nc, tiles) if v44 else turns(nc, tiles)
     held = [s if s < total else None for s in range(slots)]  # the fill each slot holds (landed)
     released = [set(), set()]  # fills each warpgroup has released
     refilled = 0  # warpgroup 0's counter: fills below it refilled (or past the end)
-    deferred = NEXT_ALWAYS or slots >= 4  # v41's refill; else v39's (warpgroup 1, after its release)
+    # v41's refill; else v39's (warpgroup 1, after its release), which v44 keeps
+    deferred = not v44 and (NEXT_ALWAYS or slots >= 4)
     issued = [0, 0]  # turns issued (the token: 0 may issue turn T once 1 issued T - 1; 1 once 0 issued T)
     # each warpgroup's phase within its current turn: "wait" (token and fills), "refill" (0 only), "done"
     phase = ["wait", "wait"]
@@ -161,9 +174,14 @@ def run_v41(slots, nc, tiles, rng):
         assert read[g] == list(range(total)), f"warpgroup {g} did not read every fill once, in order"
 
 
+def run_v44(slots, nc, tiles, rng):
+    run_v41(slots, nc, tiles, rng, v44=True)
+
+
 def main():
     rng = random.Random(1)
-    for run in (run_v40, run_v41):
+    assert sum(stream_turns(3, 2), []) == sum(turns(3, 2), []), "v44 reads the same fills in the same order"
+    for run in (run_v40, run_v41, run_v44):
         for slots in (3, 4):  # Tile64; Tile128 and Tile64C320
             for nc in range(1, 10):
                 for tiles in range(1, 5):
