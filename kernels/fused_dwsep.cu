@@ -3614,8 +3614,9 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
 // of a quad holds kLanePos consecutive positions 16q + 2j + b (Tile64: 8q)
 // of its rows (column_of), so each of its kLanePos / 8 blocks of 8 is one
 // 16-byte store, and whole blocks lie inside or outside [0, L) (pw0 and L
-// multiples of 8). No pass through x^T and no barrier: x^T's last reader
-// (the tile's last GEMM1) finished before this warpgroup's last turn began.
+// multiples of 8). No pass through shared memory and no barrier: the x
+// buffer's last reader (the tile's last GEMM1) finished before this
+// warpgroup's last turn began.
 template <class G, class In>
 __device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
                                                 int C, int L, int b, int pw0, int warp) {
@@ -3848,12 +3849,13 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       depthwise(c);
     }
     // the tile's last turn: GEMM2 only; then y (acc: b2 + x + the GEMM2
-    // sums) and the next tile's x in x^T
+    // sums) and the next tile's x
     const bool hand_on = !(grp == 1 && last_tile);
     if constexpr (kAlignedX) {
-      // y leaves from the registers, so x^T is free once the tile's last
-      // GEMM1 is (every warp passed its wait before this turn's barrier):
-      // the next tile's x is staged while this turn's GEMM2 runs (v39)
+      // y leaves from the registers, so the x buffer is free once the
+      // tile's last GEMM1 is (every warp passed its wait before this turn's
+      // barrier): the next tile's x is copied in while this turn's GEMM2
+      // runs (v39; by channel since v43)
       int nb = b, npw0 = pw0;
       turn(true_type{}, false_type{}, hand_on, [&] {
         if (!last_tile) stage_next(nb, npw0);
