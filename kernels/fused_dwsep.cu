@@ -3480,9 +3480,10 @@ __device__ __forceinline__ uint32_t xs_block_addr(uint32_t xs, int mb, int j, in
 
 // acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
 // .trans reads of x^T's 8 x 8 blocks; on aligned rows, where x lies by
-// channel, ldmatrix), so that GEMM2 adds onto the residual and y leaves acc as it is: off the tile
-// boundary, where the tensor cores wait, into the time after the tile's
-// first depthwise, where the warpgroup waits for its next turn anyway.
+// channel, ldmatrix), so that GEMM2 adds onto the residual and y leaves acc
+// as it is: off the tile boundary, where the tensor cores wait, into the
+// time after the tile's first depthwise, where the warpgroup waits for its
+// next turn anyway.
 template <class G, class In, bool kAlignedX>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
@@ -3772,32 +3773,22 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
         }
       }
     }
-    if constexpr (kG1 && kAlignedX) {
-      // B N-major: k16 steps of 16 channels, 256 bytes (two cores) apart
-      const uint64_t a = sw128_desc(slot_of(2 * n)), b = xs_desc_of(xt, G::kXsTileBytes);
-      constexpr int kBlockSteps = kKBlock / kKStep;
-#pragma unroll
-      for (int ks = 0; ks < G::kKBlocks * kBlockSteps; ++ks) {
-        const uint64_t da = a + desc_units(ks / kBlockSteps * kW1BlockBytes + ks % kBlockSteps * kKStep * 2);
-        const uint64_t db = b + desc_units(ks * kKStep * kChunkBytes);
-        if (ks == 0)
-          wgmma16<In, false, true>(acc1, da, db);
-        else
-          wgmma16<In, true, true>(acc1, da, db);
-      }
-      wgmma16_rs<In>(acc1, a_b1, smem_desc(smem_u32(valid), kValidCoreK, kValidRowGroup));
-    } else if constexpr (kG1) {
-      const uint64_t a = sw128_desc(slot_of(2 * n)), b = sw128_desc(xt);
+    if constexpr (kG1) {
+      // B: x by channel on aligned rows (N-major, k16 steps of 16 channels
+      // two cores apart), else x^T (K-major, swizzled rows of 64 channels)
+      const uint64_t a = sw128_desc(slot_of(2 * n));
+      const uint64_t b = kAlignedX ? xs_desc_of(xt, G::kXsTileBytes) : sw128_desc(xt);
       constexpr int kBlockSteps = kKBlock / kKStep;  // k16 steps per 128-byte row
 #pragma unroll
       for (int ks = 0; ks < G::kKBlocks * kBlockSteps; ++ks) {
         const uint32_t step = ks % kBlockSteps * kKStep * 2;
         const uint64_t da = a + desc_units(ks / kBlockSteps * kW1BlockBytes + step);
-        const uint64_t db = b + desc_units(ks / kBlockSteps * G::kXtBlockBytes + step);
+        const uint64_t db = b + desc_units(kAlignedX ? ks * kKStep * kChunkBytes
+                                                     : ks / kBlockSteps * G::kXtBlockBytes + step);
         if (ks == 0)
-          wgmma16<In, false>(acc1, da, db);
+          wgmma16<In, false, kAlignedX>(acc1, da, db);
         else
-          wgmma16<In, true>(acc1, da, db);
+          wgmma16<In, true, kAlignedX>(acc1, da, db);
       }
       wgmma16_rs<In>(acc1, a_b1, smem_desc(smem_u32(valid), kValidCoreK, kValidRowGroup));
     }
