@@ -1591,45 +1591,42 @@ __device__ __forceinline__ void wgmma_rs_f16(float (&d)[64], const float4& a, ui
 // the same or, kTransB, N-major (x by channel on aligned rows). GEMM1
 // m64n72k16, GEMM2 m64n64k16; kAcc false overwrites D (whose old values are
 // then no input, so the compiler need not keep them alive).
-#define FD_WGMMA16(N, REGS, ACC, A, B, TYPE, ACCUM, TRANS_B)                                           \
+#define FD_WGMMA16(N, REGS, ACC, A, B, T, TYPE, ACCUM)                                                \
   asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" #A      \
-               ", %" #B ", " #ACCUM ", 1, 1, 0, " #TRANS_B ";\n"                                        \
+               ", %" #B ", " #ACCUM ", 1, 1, 0, %" #T ";\n"                                             \
                : ACC                                                                                    \
-               : "l"(desc_a), "l"(desc_b))
-// (the eight forms: fp16 or bf16, accumulating or overwriting, B K- or N-major)
-#define FD_WGMMA16_FORMS(N, REGS, ACC, A, B)                                                         \
-  constexpr bool kF16 = std::is_same_v<In, __half>;                                                  \
-  if constexpr (kF16 && kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1, 0);         \
-  if constexpr (kF16 && !kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0, 0);        \
-  if constexpr (!kF16 && kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1, 0);       \
-  if constexpr (!kF16 && !kAcc && !kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0, 0);      \
-  if constexpr (kF16 && kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "f16", 1, 1);          \
-  if constexpr (kF16 && !kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "f16", 0, 1);         \
-  if constexpr (!kF16 && kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("+f"), A, B, "bf16", 1, 1);        \
-  if constexpr (!kF16 && !kAcc && kTransB) FD_WGMMA16(N, REGS, ACC("=f"), A, B, "bf16", 0, 1)
+               : "l"(desc_a), "l"(desc_b), "n"(kTransB ? 1 : 0))
+// (the four forms: fp16 or bf16, accumulating or overwriting; B's major-ness
+// an immediate operand)
+#define FD_WGMMA16_FORMS(N, REGS, ACC, A, B, T)                                     \
+  constexpr bool kF16 = std::is_same_v<In, __half>;                                 \
+  if constexpr (kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, T, "f16", 1);    \
+  if constexpr (kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, T, "f16", 0);   \
+  if constexpr (!kF16 && kAcc) FD_WGMMA16(N, REGS, ACC("+f"), A, B, T, "bf16", 1);  \
+  if constexpr (!kF16 && !kAcc) FD_WGMMA16(N, REGS, ACC("=f"), A, B, T, "bf16", 0)
 template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[36], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  FD_WGMMA16_FORMS(72, FD_REGS36, FD_ACC36, 36, 37);
+  FD_WGMMA16_FORMS(72, FD_REGS36, FD_ACC36, 36, 37, 38);
 #endif
 }
 template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  FD_WGMMA16_FORMS(64, FD_REGS32, FD_ACC32, 32, 33);
+  FD_WGMMA16_FORMS(64, FD_REGS32, FD_ACC32, 32, 33, 34);
 #endif
 }
 // The narrow tile (C <= 384): GEMM1 m64n40k16, GEMM2 m64n32k16.
 template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[20], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  FD_WGMMA16_FORMS(40, FD_REGS20, FD_ACC20, 20, 21);
+  FD_WGMMA16_FORMS(40, FD_REGS20, FD_ACC20, 20, 21, 22);
 #endif
 }
 template <class In, bool kAcc, bool kTransB = false>
 __device__ __forceinline__ void wgmma16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  FD_WGMMA16_FORMS(32, FD_REGS16, FD_ACC16, 16, 17);
+  FD_WGMMA16_FORMS(32, FD_REGS16, FD_ACC16, 16, 17, 18);
 #endif
 }
 #undef FD_WGMMA16_FORMS
