@@ -21,7 +21,7 @@ those slots, and, once its wgmmas are done, releases its own fills. With
 in turn T itself, so there warpgroup 1 refills as v39 did, right after its
 own release (the model deadlocks otherwise: NEXT_ALWAYS = True shows it).
 
-v44 (results/h16_v44_chunk_stream.patch; written, not yet run): v39's
+v44 (results/h16_v44_chunk_stream.patch; measured slower, not landed): v39's
 protocol (warpgroup 1 refills a turn's slots once both warpgroups released
 them) over one stream of chunks: a GEMM1-only turn, then GEMM2 of chunk
 n - 1 with GEMM1 of chunk n across tile boundaries too, then a GEMM2-only
