@@ -8,8 +8,9 @@
 #  3. the clock trace of v47 (results/h16_trace_v47.patch), CTA 7 -> trace.txt
 #  4. the winner applied to kernels/ (the working tree: revert with git
 #     checkout), then pytest, compute-sanitizer racecheck and memcheck of
-#     the 16-bit workload, and the suite, on whichever kernel is in kernels/
-#                                      -> pytest.txt, racecheck.txt, memcheck.txt, suite.json
+#     the 16-bit workload, the suite, and ncu's warp-state samples by SASS
+#     instruction at the headline, on whichever kernel is in kernels/
+#        -> pytest.txt, racecheck.txt, memcheck.txt, suite.json, ncu_*.txt, ncu_sass.csv
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUTDIR:-results/out}
@@ -61,3 +62,14 @@ for tool in racecheck memcheck; do
     > "$OUT/$tool.txt" 2>&1; tail -1 "$OUT/$tool.txt"
 done
 timeout 150 python3 bench.py --suite --json "$OUT/suite.json" 2>&1 | tail -22
+# where the warps of the kernel in kernels/ stall, by instruction (ncu's
+# warp-state samples), at the headline
+D=$(mktemp -d)
+nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 -lineinfo -O3 -std=c++17 \
+     -Ikernels -o "$D/d16" results/fused_dwsep_driver.cu &&
+  timeout 150 ncu --section SpeedOfLight --section WarpStateStats --section SourceCounters --section MemoryWorkloadAnalysis \
+    -k regex:h16_kernel -s 1 -c 1 -o "$OUT/prof" "$D/d16" 2 32 4096 > "$OUT/ncu_log.txt" 2>&1 &&
+  ncu -i "$OUT/prof.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1 &&
+  ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_sass.csv" 2>&1
+rm -rf "$D"
+tail -3 "$OUT/ncu_log.txt"
