@@ -3010,10 +3010,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_dwsep_wgmma_kernel(Params p
 // tensor cores, for x^T's 16-byte stores and for stmatrix. The weights are
 // packed once per call into that image (pack_kernel) and stream through a
 // ring of kSlots slots (32 KB at C = 256) by bulk copies (fill 2n: W1 of chunk n of the
-// CTA's sequence, fill 2n + 1: W2 of it). The two warpgroups take turns on
-// the tensor cores (one issues its GEMM2 of the previous chunk and GEMM1 of
-// this one while the other runs its depthwise), handing a token over by named
-// barriers.
+// CTA's sequence, fill 2n + 1: W2 of it). Each warpgroup issues its GEMM2
+// of the previous chunk and GEMM1 of this one as soon as its own depthwise
+// is done; the ring's refills, which wait for both, keep the two within a
+// chunk of each other, so one's wgmmas run while the other's depthwise
+// does. (A token that made them alternate strictly cost 1.5-2%:
+// kernels/NOTES.md, v47.)
 namespace h16 {
 
 constexpr int kGroups = kWarpgroups;          // two warpgroups, nothing else
@@ -3038,8 +3040,7 @@ static_assert(kTapRecord == 12 && kTapBias == 9 && kTapNextB1 == 10,
 // the next 8 rows 256), all zero but channel 0.
 constexpr uint32_t kValidCoreK = kCoreRows * kChunkBytes;       // 128
 constexpr uint32_t kValidRowGroup = 2 * kValidCoreK;            // 256
-constexpr int kTurnBarrier = 1;               // named barriers 1, 2: "your turn on the tensor cores"
-constexpr int kGroupSync = 3;                 // named barriers 3, 4: a warpgroup's own 128 threads
+constexpr int kGroupSync = 1;                 // named barriers 1, 2: a warpgroup's own 128 threads
 
 // Byte offset of (row, channel k) in a swizzled block of 128-byte rows.
 __host__ __device__ constexpr uint32_t swizzled(int row, int k) {
@@ -3478,9 +3479,9 @@ __device__ __forceinline__ uint32_t xs_block_addr(uint32_t xs, int mb, int j, in
 // acc = b2 + x at the tile's start, in the accumulators' layout (ldmatrix
 // .trans reads of x^T's 8 x 8 blocks; on aligned rows, where x lies by
 // channel, ldmatrix), so that GEMM2 adds onto the residual and y leaves acc
-// as it is: off the tile boundary, where the tensor cores wait, into the
-// time after the tile's first depthwise, where the warpgroup waits for its
-// next turn anyway.
+// as it is. Called in the tail of the tile's first turn, under its GEMM1
+// (acc is free there: the previous tile's y has left), not on the path
+// between that turn and the next (kernels/NOTES.md, v47).
 template <class G, class In, bool kAlignedX>
 __device__ __forceinline__ void init_acc(float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p, uint32_t xt,
                                          int C, int warp) {
@@ -3730,7 +3731,6 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     stage(b, pw0);
     x_landed();
   }
-  if (grp == 1 && my_tiles > 0) named_arrive<kTurnBarrier>(0, 2 * kWarpgroupThreads);  // warpgroup 0 goes first
 
   float acc[G::kKBlocks][G::kGroupT / 2];  // b2 + x from init_acc, then GEMM2 adds to it
   float acc1[G::kCols / 2];                 // each GEMM1's first wgmma overwrites it
@@ -3739,8 +3739,8 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   // chunk n (kG1), then the slots they read released. Straight-line wgmmas
   // (flags known at compile time): under a runtime branch ptxas serialises
   // them. GEMM2 adds onto acc (b2 + x: init_acc); `tail` runs while the
-  // wgmmas do (after the token is handed on).
-  auto turn = [&](auto g2, auto g1, bool hand_on, auto tail) {
+  // wgmmas do.
+  auto turn = [&](auto g2, auto g1, auto tail) {
     constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value;
     uint32_t a_b1[4] = {0, 0, 0, 0};  // the bias step's A: b1 of rows g, g + 8 in channel 0 (lanes q = 0)
     if (kG1 && lane % kQuad == 0) {
@@ -3753,7 +3753,9 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       a_b1[0] = pack2<In>(__ldg(rec + kTapNextB1), 0.0f);
       a_b1[1] = pack2<In>(__ldg(rec + 8 * kTapRecord + kTapNextB1), 0.0f);
     }
-    named_sync<kTurnBarrier>(grp, 2 * kWarpgroupThreads);
+    // every warp's depthwise (h3) done and its last wgmmas waited for (x's
+    // buffer, the next tile's x staged in it)
+    named_sync<kGroupSync>(grp, kWarpgroupThreads);
     if (kG2) wait_full(2 * n - 1);
     if (kG1) wait_full(2 * n);
     wgmma_fence();
@@ -3790,14 +3792,13 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       wgmma16_rs<In>(acc1, a_b1, smem_desc(smem_u32(valid), kValidCoreK, kValidRowGroup));
     }
     wgmma_commit();
-    if (hand_on) named_arrive<kTurnBarrier>(1 - grp, 2 * kWarpgroupThreads);
     tail();
     wgmma_wait<0>();
 #pragma unroll
     for (int mb = 0; mb < G::kKBlocks; ++mb) fence_operands(acc[mb]);
     fence_operands(acc1);
-    // the slots this turn read are free; warpgroup 1 (whose turn comes
-    // second) refills them once both have said so
+    // the slots this turn read are free; warpgroup 1 refills them once both
+    // have said so (its thread 0 waits for warpgroup 0's release if ahead)
     const int f0 = kG2 ? 2 * n - 1 : 2 * n, f1 = kG1 ? 2 * n : 2 * n - 1;
     if (t == 0) {
       for (int f = f0; f <= f1; ++f) mbar_arrive(empty + f % G::kSlots * sizeof(uint64_t));
@@ -3823,7 +3824,8 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
       ++n;
     };
-    turn(false_type{}, true_type{}, true, [&] {
+    turn(false_type{}, true_type{}, [&] {
+      init_acc<G, In, kAlignedX>(acc, p, xt, C, warp);  // acc is free: the last tile's y has left
       if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
         int nb, npw0;
         tile_at(it + 1, nb, npw0);
@@ -3831,28 +3833,26 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       }
     });
     depthwise(0);
-    init_acc<G, In, kAlignedX>(acc, p, xt, C, warp);  // (before turn 1's token: acc1 is free by now)
     for (int c = 1; c < nc; ++c) {
-      turn(true_type{}, true_type{}, true, nothing);
+      turn(true_type{}, true_type{}, nothing);
       depthwise(c);
     }
     // the tile's last turn: GEMM2 only; then y (acc: b2 + x + the GEMM2
     // sums) and the next tile's x
-    const bool hand_on = !(grp == 1 && last_tile);
     if constexpr (kAlignedX) {
       // y leaves from the registers, so the x buffer is free once the
       // tile's last GEMM1 is (every warp passed its wait before this turn's
       // barrier): the next tile's x is copied in while this turn's GEMM2
       // runs (v39; by channel since v43)
       int nb = b, npw0 = pw0;
-      turn(true_type{}, false_type{}, hand_on, [&] {
+      turn(true_type{}, false_type{}, [&] {
         if (!last_tile) stage_next(nb, npw0);
       });
       store_y_aligned<G, In>(acc, p, C, L, b, pw0, warp);
       if (!last_tile) x_landed();  // (by channel: the copies, in flight through the stores)
       b = nb, pw0 = npw0;
     } else {
-      turn(true_type{}, false_type{}, hand_on, nothing);  // y leaves by way of x^T, then x^T is free
+      turn(true_type{}, false_type{}, nothing);  // y leaves by way of x^T, then x^T is free
       store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
       if (!last_tile) {
         stage_next(b, pw0);

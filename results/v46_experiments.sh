@@ -1,4 +1,6 @@
 #!/bin/bash
+# (Ran on 2026-12-07 against main at v43: results/h100_ab_v46.txt. Main's
+# kernel is v47 since; the patches below apply to v43 only.)
 # The measurements planned after v45 (kernels/NOTES.md, v46), in one run on
 # a GPU; outputs under OUTDIR (default results/out):
 #  1. A/B in bf16 (results/ab_patches.sh): main's kernel, v46, v46b, and

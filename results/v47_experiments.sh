@@ -1,4 +1,7 @@
 #!/bin/bash
+# (Ran on 2026-12-07 against main at v43; main's kernel is v47 since, which
+# these patches were, so they no longer apply to it: the record of how
+# results/h100_ab_v47.txt and its companions were made.)
 # The measurements of v47 (kernels/NOTES.md, v47), in one run on a GPU;
 # outputs under OUTDIR (default results/out):
 #  1. A/B in bf16 (results/ab_patches.sh), 5 rounds: main's kernel (v43),
@@ -11,6 +14,7 @@
 #     the 16-bit workload, the suite, and ncu's warp-state samples by SASS
 #     instruction at the headline, on whichever kernel is in kernels/
 #        -> pytest.txt, racecheck.txt, memcheck.txt, suite.json, ncu_*.txt, ncu_sass.csv
+# all packed into OUTDIR/outputs.tgz at the end
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUTDIR:-results/out}
@@ -73,3 +77,6 @@ nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRI
   ncu -i "$OUT/prof.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_sass.csv" 2>&1
 rm -rf "$D"
 tail -3 "$OUT/ncu_log.txt"
+# one archive: a run brings back only a few files
+rm -f "$OUT/prof.ncu-rep"
+(cd "$OUT" && tar czf outputs.tgz --remove-files $(ls | grep -v outputs.tgz))
