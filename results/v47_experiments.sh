@@ -49,23 +49,12 @@ for n in names:
         best, best_g = n, g
 print("WINNER", best)
 PY
-W=$(mktemp -d)
-cp kernels/fused_dwsep.cu kernels/fused_dwsep.h "$W/"
-(cd "$W" && patch -s -p2 < "$OLDPWD/results/h16_v47_no_token.patch" && patch -s -p2 < "$OLDPWD/results/h16_trace_v47.patch")
-nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 -DFD_TRACE \
-     -DFD_TRACE_CTA=7 -O3 -std=c++17 -I"$W" -Iresults -o "$W/trace" results/h16_trace_driver.cu &&
-  timeout 60 "$W/trace" 5 > "$OUT/trace.txt" 2>&1
-rm -rf "$W"
+bash results/trace_run.sh results/h16_v47_no_token.patch results/h16_trace_v47.patch > "$OUT/trace.txt"
 if grep -q "WINNER v47" "$OUT/ab_summary.txt"; then
   patch -s -p1 < results/h16_v47_no_token.patch
   grep -q "WINNER v47b" "$OUT/ab_summary.txt" && patch -s -p1 < results/h16_v47b_init_in_tail.patch
 fi
-timeout 240 python3 -m pytest -s -q test_fused_dwsep.py > "$OUT/pytest.txt" 2>&1; tail -1 "$OUT/pytest.txt"
-for tool in racecheck memcheck; do
-  FUSED_DWSEP_SANITIZE=half timeout 90 compute-sanitizer --tool $tool python3 results/sanitizer_workload.py \
-    > "$OUT/$tool.txt" 2>&1; tail -1 "$OUT/$tool.txt"
-done
-timeout 150 python3 bench.py --suite --json "$OUT/suite.json" 2>&1 | tail -22
+bash results/gpu_checks.sh "$OUT"
 # where the warps of the kernel in kernels/ stall, by instruction (ncu's
 # warp-state samples), at the headline
 D=$(mktemp -d)

@@ -1,0 +1,17 @@
+#!/bin/bash
+# The checks a kernel passes before it lands, on whichever kernel is in
+# kernels/, outputs under OUT (the first argument): pytest (pytest.txt),
+# compute-sanitizer racecheck and memcheck of the 16-bit workload
+# (racecheck.txt, memcheck.txt), and the suite (suite.json; its table on
+# stdout). Each summary line is printed too.
+#   bash results/gpu_checks.sh OUT
+set -u
+cd "$(dirname "$0")/.."
+OUT=$1
+mkdir -p "$OUT"
+timeout 240 python3 -m pytest -s -q test_fused_dwsep.py > "$OUT/pytest.txt" 2>&1; tail -1 "$OUT/pytest.txt"
+for tool in racecheck memcheck; do
+  FUSED_DWSEP_SANITIZE=half timeout 90 compute-sanitizer --tool $tool python3 results/sanitizer_workload.py \
+    > "$OUT/$tool.txt" 2>&1; tail -1 "$OUT/$tool.txt"
+done
+timeout 150 python3 bench.py --suite --json "$OUT/suite.json" 2>&1 | tail -22
