@@ -3099,6 +3099,7 @@ struct Tile {
   static constexpr uint32_t kRingOff = kH3Off + kGroups * kH3Bytes;
   static constexpr uint32_t kValidOff = kRingOff + kSlots * kSlotBytes;
   static constexpr uint32_t kBarOff = kValidOff + kGroups * kValidBytes;
+  // after kBarOff: a full mbarrier a slot, then a release counter a slot
   static constexpr uint32_t kSmemBytes = kBarOff + 2 * kSlots * sizeof(uint64_t) + kAtomBytes;  // + alignment slack
 
   // GEMM1's column of warpgroup position p (-kHalo <= p < kGroupT + kHalo),
@@ -3191,8 +3192,18 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
   return smem_desc(addr, kChunkBytes, kAtomBytes) | kSwizzle128;
 }
 
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+// Adds 1 to a counter in shared memory and returns the count before it, with
+// acquire-release order at CTA scope: the thread that finds the other
+// warpgroup's release of a ring slot there has that warpgroup's (completed)
+// reads of the slot ordered before the refill it then issues, as an
+// mbarrier's arrive and wait would.
+__device__ __forceinline__ uint32_t release_count(uint32_t addr) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;\n" : "=r"(old) : "r"(addr) : "memory");
+  return old;
+}
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
 // Two fp32 values as one register of In (lo in the low half).
@@ -3367,9 +3378,11 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
 // warp in acc[4j + 2h + b] (row g + 8h, i = 2j + b, j < 8), and halo
 // positions in acc[32 + 2h + b]: lane 0 -4, -3; lane 1 -2, -1; lane 2 64,
 // 65; lane 3 66, 67 (Tile128; Tile64 the same with 8 for 16 and 32 for 64).
+// next_b1: the next chunk's b1 of rows g and g + 8 (the tap records'
+// kTapNextB1, read with the taps), for the next GEMM1's bias step.
 template <class G, class In>
 __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], const float* taps, int e0, uint32_t h3,
-                                             int warp) {
+                                             int warp, float (&next_b1)[2]) {
   constexpr int kN = G::kLanePos;
   // (the lane through volatile asm: the stmatrix addresses below are then
   // worked out where they are used, not held in registers from chunk to chunk)
@@ -3394,6 +3407,7 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
     for (int k = 0; k < kN; ++k) v[k] = acc[4 * (k / 2) + 2 * h + k % 2];
     const float u[2] = {acc[4 * G::kPosTiles + 2 * h], acc[4 * G::kPosTiles + 2 * h + 1]};  // the halo pair
     const float bias = r2.y;  // slot kTapBias
+    next_b1[h] = r2.z;        // slot kTapNextB1
     // the kHalo positions before and after the lane's: from the quad
     // neighbours'; lane 0's before from the halo pairs of lanes 0, 1, lane
     // 3's after from those of lanes 2, 3 (partners under lane ^ 1)
@@ -3612,8 +3626,9 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
 // for rows of y that are 16-byte aligned (L % 8 == 0, y so aligned): lane q
 // of a quad holds kLanePos consecutive positions 16q + 2j + b (Tile64: 8q)
 // of its rows (column_of), so each of its kLanePos / 8 blocks of 8 is one
-// 16-byte store, and whole blocks lie inside or outside [0, L) (pw0 and L
-// multiples of 8). No pass through shared memory and no barrier: the x
+// 16-byte store (by the lane or, with two blocks a lane, its quad partner:
+// whole sectors, kernels/NOTES.md, v48), and whole blocks lie inside or
+// outside [0, L) (pw0 and L multiples of 8). No pass through shared memory and no barrier: the x
 // buffer's last reader (the tile's last GEMM1) finished before this
 // warpgroup's last turn began.
 template <class G, class In>
@@ -3622,23 +3637,48 @@ __device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][
   const int lane = lane_id(), g = lane / kQuad, q = lane % kQuad;
   In* const y = out_ptr<In>(p.y) + static_cast<int64_t>(b) * C * L;
   constexpr int kBlocks = G::kLanePos / 8;  // 16-byte blocks a lane and row
+  static_assert(kBlocks == 1 || kBlocks == 2, "a lane's positions of a row: one or two 16-byte blocks");
 #pragma unroll
   for (int mb = 0; mb < G::kKBlocks; ++mb) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int c = mb * kWgmmaM + warp * kMmaM + 8 * h + g;
-      if (c >= C) continue;
+      uint32_t w[kBlocks][4];  // block s: positions kLanePos q + 8s .. + 7 (n8 tiles j = 4s .. 4s + 3)
 #pragma unroll
-      for (int s = 0; s < kBlocks; ++s) {
-        const int p0 = pw0 + G::kLanePos * q + 8 * s;  // positions p0 .. p0 + 7: n8 tiles j = 4s .. 4s + 3
-        if (p0 >= L) continue;
-        uint32_t w[4];
+      for (int s = 0; s < kBlocks; ++s)
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           const int j = 4 * s + k;
-          w[k] = pack2<In>(acc[mb][4 * j + 2 * h], acc[mb][4 * j + 2 * h + 1]);
+          w[s][k] = pack2<In>(acc[mb][4 * j + 2 * h], acc[mb][4 * j + 2 * h + 1]);
         }
-        __stcs(reinterpret_cast<uint4*>(y + static_cast<int64_t>(c) * L + p0), make_uint4(w[0], w[1], w[2], w[3]));
+      In* const yr = y + static_cast<int64_t>(c) * L + pw0;
+      if constexpr (kBlocks == 1) {
+        // the quad's 4 blocks are 64 consecutive bytes of the row: whole sectors
+        if (c < C && G::kLanePos * q < L - pw0)
+          __stcs(reinterpret_cast<uint4*>(yr + G::kLanePos * q), make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]));
+      } else {
+        // A lane's two blocks are one 32-byte sector of the row; stored as
+        // they lie, each 16-byte store would write half of 32 sectors a warp.
+        // Lanes q and q ^ 1 swap one block, so that each store writes whole
+        // sectors (16 a warp): the first store lane 2i's two blocks (even
+        // lanes their own block 0, odd lanes the partner's block 1), the
+        // second lane 2i + 1's (even lanes the partner's block 0, odd lanes
+        // their own block 1). (Shuffles outside the branches: the whole
+        // warp takes part.)
+        const bool odd = q % 2;
+        uint32_t both[2][4];  // [store][word]
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? w[0][k] : w[1][k], 1);
+          both[0][k] = odd ? got : w[0][k];
+          both[1][k] = odd ? w[1][k] : got;
+        }
+#pragma unroll
+        for (int st = 0; st < 2; ++st) {
+          const int p0 = G::kLanePos * (q - q % 2 + st) + 8 * (q % 2);  // from pw0
+          if (c < C && p0 < L - pw0)
+            __stcs(reinterpret_cast<uint4*>(yr + p0), make_uint4(both[st][0], both[st][1], both[st][2], both[st][3]));
+        }
       }
     }
   }
@@ -3661,7 +3701,9 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   const int tid = threadIdx.x, grp = tid / kWarpgroupThreads, t = tid % kWarpgroupThreads;
   const int warp = t / kWarpSize, lane = t % kWarpSize;
   const uint32_t xt = base + G::kXtOff + grp * G::kXBytes, h3 = base + G::kH3Off + grp * G::kH3Bytes;
-  const uint32_t ring = base + G::kRingOff, full = base + G::kBarOff, empty = full + G::kSlots * sizeof(uint64_t);
+  // released: a counter a slot (8 bytes apart, after the slots' full
+  // mbarriers), two releases a fill, one a warpgroup
+  const uint32_t ring = base + G::kRingOff, full = base + G::kBarOff, released = full + G::kSlots * sizeof(uint64_t);
   uint8_t* const valid = sbase + G::kValidOff + grp * G::kValidBytes;
 
   const int C = static_cast<int>(p.C);
@@ -3701,7 +3743,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   if (tid == 0) {
     for (int s = 0; s < G::kSlots; ++s) {
       mbar_init(full + s * sizeof(uint64_t), 1);
-      mbar_init(empty + s * sizeof(uint64_t), kGroups);
+      st_shared_u32(released + s * sizeof(uint64_t), 0);
     }
     fence_mbar_init();
   }
@@ -3735,6 +3777,17 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   float acc[G::kKBlocks][G::kGroupT / 2];  // b2 + x from init_acc, then GEMM2 adds to it
   float acc1[G::kCols / 2];                 // each GEMM1's first wgmma overwrites it
   int n = 0;  // chunks of the CTA's sequence whose GEMM1 has been issued
+  // b1 of the next GEMM1's chunk, rows g and g + 8 of the warp: from the
+  // tap records of the chunk before it (kTapNextB1; cyclically, so chunk
+  // 0's from chunk nc - 1's), which the depthwise reads anyway; here for
+  // the CTA's first turn. (Loaded at the turn, as in v30 to v47, the loads'
+  // latency held the turn: kernels/NOTES.md, v48.)
+  float b1[2];
+  {
+    const float* rec = taps() + static_cast<int64_t>((nc - 1) * kEChunk + warp * kMmaM + lane / kQuad) * kTapRecord;
+    b1[0] = __ldg(rec + kTapNextB1);
+    b1[1] = __ldg(rec + 8 * kTapRecord + kTapNextB1);
+  }
   // One turn on the tensor cores: GEMM2 of chunk n - 1 (kG2) and GEMM1 of
   // chunk n (kG1), then the slots they read released. Straight-line wgmmas
   // (flags known at compile time): under a runtime branch ptxas serialises
@@ -3744,14 +3797,8 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     constexpr bool kG2 = decltype(g2)::value, kG1 = decltype(g1)::value;
     uint32_t a_b1[4] = {0, 0, 0, 0};  // the bias step's A: b1 of rows g, g + 8 in channel 0 (lanes q = 0)
     if (kG1 && lane % kQuad == 0) {
-      // from the records of chunk n - 1 (kTapNextB1; cyclically, so chunk 0's
-      // from chunk nc - 1's), which the depthwise before this turn has just
-      // read: in L1, where b1 itself came from L2 in each turn's path
-      // (kernels/NOTES.md, v30)
-      const int row = (n + nc - 1) % nc * kEChunk + warp * kMmaM + lane / kQuad;
-      const float* rec = taps() + static_cast<int64_t>(row) * kTapRecord;
-      a_b1[0] = pack2<In>(__ldg(rec + kTapNextB1), 0.0f);
-      a_b1[1] = pack2<In>(__ldg(rec + 8 * kTapRecord + kTapNextB1), 0.0f);
+      a_b1[0] = pack2<In>(b1[0], 0.0f);
+      a_b1[1] = pack2<In>(b1[1], 0.0f);
     }
     // every warp's depthwise (h3) done and its last wgmmas waited for (x's
     // buffer, the next tile's x staged in it)
@@ -3797,17 +3844,15 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
 #pragma unroll
     for (int mb = 0; mb < G::kKBlocks; ++mb) fence_operands(acc[mb]);
     fence_operands(acc1);
-    // the slots this turn read are free; warpgroup 1 refills them once both
-    // have said so (its thread 0 waits for warpgroup 0's release if ahead)
+    // the slots this turn read are free; the second warpgroup to say so
+    // refills them, so neither waits for the other here (v30 to v47:
+    // warpgroup 1 waited for warpgroup 0's release when it was ahead,
+    // ~0.5k cycles a chunk in v47's trace; kernels/NOTES.md, v48)
     const int f0 = kG2 ? 2 * n - 1 : 2 * n, f1 = kG1 ? 2 * n : 2 * n - 1;
     if (t == 0) {
-      for (int f = f0; f <= f1; ++f) mbar_arrive(empty + f % G::kSlots * sizeof(uint64_t));
-      if (grp == 1) {
-        for (int f = f0; f <= f1; ++f) {
-          mbar_wait(empty + f % G::kSlots * sizeof(uint64_t), f / G::kSlots % 2);
-          if (f + G::kSlots < fills()) issue_fill(f + G::kSlots);
-        }
-      }
+      for (int f = f0; f <= f1; ++f)
+        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
+          issue_fill(f + G::kSlots);
     }
     __syncwarp();
   };
@@ -3821,10 +3866,23 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       stage(nb, npw0);
     };
     auto depthwise = [&](int c) {
-      depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp);
+      depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp, b1);
       ++n;
     };
+    // the tap records of rows g and g + 8 of chunk c (48 bytes each, so up
+    // to two lines), into L1 in the tail of the turn before depthwise(c):
+    // loaded only where the depthwise starts, their latency held its first
+    // FMAs (kernels/NOTES.md, v48)
+    auto prefetch_taps = [&](int c) {
+      const float* rec = taps() + static_cast<int64_t>(c * kEChunk + warp * kMmaM + lane / kQuad) * kTapRecord;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        prefetch_l1(rec + 8 * h * kTapRecord);
+        prefetch_l1(rec + (8 * h + 1) * kTapRecord - 1);
+      }
+    };
     turn(false_type{}, true_type{}, [&] {
+      prefetch_taps(0);
       init_acc<G, In, kAlignedX>(acc, p, xt, C, warp);  // acc is free: the last tile's y has left
       if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
         int nb, npw0;
@@ -3834,7 +3892,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     });
     depthwise(0);
     for (int c = 1; c < nc; ++c) {
-      turn(true_type{}, true_type{}, nothing);
+      turn(true_type{}, true_type{}, [&] { prefetch_taps(c); });
       depthwise(c);
     }
     // the tile's last turn: GEMM2 only; then y (acc: b2 + x + the GEMM2
