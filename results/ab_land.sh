@@ -1,0 +1,35 @@
+#!/bin/bash
+# One GPU run that times kernel patches against main's kernel and checks the
+# fastest, outputs packed into OUTDIR/outputs.tgz (default results/out; a
+# run brings back only a few files):
+#  1. A/B in bf16 (results/ab_patches.sh), ROUNDS rounds (3)       -> ab.txt
+#  2. the winner by results/ab_winner.py (geometric mean over the shapes,
+#     0.5% below base's, y bitwise equal unless the variant is named in
+#     MAY_DIFFER: a change to the numerics, which the tests then check)
+#                                                              -> ab_summary.txt
+#  3. the winner's patches applied to kernels/ (the working tree: revert
+#     with git checkout), then results/gpu_checks.sh (pytest, racecheck,
+#     memcheck, the suite) and results/ncu_run.sh on whichever kernel is in
+#     kernels/
+#   MAY_DIFFER="v49b" bash results/ab_land.sh v49a=results/h16_v49a_taps_in_registers.patch \
+#        v49b=results/h16_v49b_bf16_gelu5.patch v49ab=results/h16_v49a_taps_in_registers.patch+results/h16_v49b_bf16_gelu5.patch
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUTDIR:-results/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+declare -A patches
+for v in "$@"; do patches[${v%%=*}]=${v#*=}; done
+SHAPES=${SHAPES:-"32 4096;28 3757;64 8192 320 512"} ROUNDS=${ROUNDS:-3} REPS=${REPS:-20} \
+  bash results/ab_patches.sh "$@" > "$OUT/ab.txt" 2>&1
+# shellcheck disable=SC2086  # MAY_DIFFER: names, one word each
+python3 results/ab_winner.py "$OUT/ab.txt" ${MAY_DIFFER:-} | tee "$OUT/ab_summary.txt"
+winner=$(tail -1 "$OUT/ab_summary.txt")
+winner=${winner#WINNER }
+if [[ $winner != base ]]; then
+  IFS='+' read -ra list <<< "${patches[$winner]%%:*}"
+  for patch in "${list[@]}"; do patch -s -p1 < "$patch"; done
+fi
+bash results/gpu_checks.sh "$OUT"
+bash results/ncu_run.sh "$OUT"
+(cd "$OUT" && tar czf outputs.tgz --remove-files $(ls | grep -v outputs.tgz))
