@@ -230,16 +230,30 @@ __device__ __forceinline__ float gelu_from_half(float w) {
 // fp16 ulp and 0.008 of a bf16 ulp on [-4, 4) (0.016 / 0.002 mean), so h3
 // changes by at most one ulp, rarely. The depthwise and GELU are ~40% of
 // the kernel's issue slots; this measured -7% at the headline in bf16
-// (kernels/NOTES.md, v30).
+// (kernels/NOTES.md, v30). For bf16 (8 bits of mantissa against fp16's
+// 11) degree 5 (results/gelu_fit.py 5) is as far below h3's half ulp as
+// degree 6 is for fp16: at most 0.072 of a bf16 ulp (0.018 mean), one FMA
+// fewer (kernels/NOTES.md, v49).
+template <class In>
 __device__ __forceinline__ float gelu16_from_half(float w) {
   const float a = fminf(fabsf(w), kGeluHalfMax);
-  float p = 1.608879422e-03f;
-  p = fmaf(p, a, -2.065367438e-02f);
-  p = fmaf(p, a, 1.183937117e-01f);
-  p = fmaf(p, a, -4.139140248e-01f);
-  p = fmaf(p, a, -1.842396736e+00f);
-  p = fmaf(p, a, -2.300939798e+00f);
-  p = fmaf(p, a, -4.384846034e-05f);
+  float p;
+  if constexpr (std::is_same_v<In, __nv_bfloat16>) {
+    p = -7.130337879e-03f;
+    p = fmaf(p, a, 7.585030049e-02f);
+    p = fmaf(p, a, -3.523836136e-01f);
+    p = fmaf(p, a, -1.882488489e+00f);
+    p = fmaf(p, a, -2.291425228e+00f);
+    p = fmaf(p, a, -4.085583787e-04f);
+  } else {
+    p = 1.608879422e-03f;
+    p = fmaf(p, a, -2.065367438e-02f);
+    p = fmaf(p, a, 1.183937117e-01f);
+    p = fmaf(p, a, -4.139140248e-01f);
+    p = fmaf(p, a, -1.842396736e+00f);
+    p = fmaf(p, a, -2.300939798e+00f);
+    p = fmaf(p, a, -4.384846034e-05f);
+  }
   return gelu_finish(w, a, p);
 }
 
@@ -3380,9 +3394,20 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
 // 65; lane 3 66, 67 (Tile128; Tile64 the same with 8 for 16 and 32 for 64).
 // next_b1: the next chunk's b1 of rows g and g + 8 (the tap records'
 // kTapNextB1, read with the taps), for the next GEMM1's bias step.
+// first: row g's tap record (TapRecord), loaded by the caller ahead of the
+// depthwise; row g + 8's is loaded here, under row g's FMAs.
+struct TapRecord {
+  float4 r[kTapRecord / 4];
+};
+__device__ __forceinline__ TapRecord load_tap_record(const float* rec) {
+  TapRecord t;
+#pragma unroll
+  for (int i = 0; i < kTapRecord / 4; ++i) t.r[i] = __ldg(reinterpret_cast<const float4*>(rec) + i);
+  return t;
+}
 template <class G, class In>
 __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], const float* taps, int e0, uint32_t h3,
-                                             int warp, float (&next_b1)[2]) {
+                                             int warp, float (&next_b1)[2], const TapRecord& first) {
   constexpr int kN = G::kLanePos;
   // (the lane through volatile asm: the stmatrix addresses below are then
   // worked out where they are used, not held in registers from chunk to chunk)
@@ -3397,10 +3422,8 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
   };
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float* rec = taps + static_cast<int64_t>(e0 + 8 * h) * kTapRecord;
-    const float4 r0 = __ldg(reinterpret_cast<const float4*>(rec));
-    const float4 r1 = __ldg(reinterpret_cast<const float4*>(rec + 4));
-    const float4 r2 = __ldg(reinterpret_cast<const float4*>(rec + 8));
+    const TapRecord rec = h == 0 ? first : load_tap_record(taps + static_cast<int64_t>(e0 + 8) * kTapRecord);
+    const float4 r0 = rec.r[0], r1 = rec.r[1], r2 = rec.r[2];
     const float tap[kMaxK] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w, r2.x};
     float v[kN];  // h1, with b1 and the padding (GEMM1's bias step)
 #pragma unroll
@@ -3435,7 +3458,7 @@ __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], c
           const float in = idx < 0 ? lo[idx + kHalo] : idx >= kN ? hi[idx - kN] : v[idx];
           s = fmaf(tap[k], in, s);
         }
-        out[b] = gelu16_from_half(s);
+        out[b] = gelu16_from_half<In>(s);
       }
       return pack2<In>(out[0], out[1]);
     };
@@ -3783,6 +3806,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   // the CTA's first turn. (Loaded at the turn, as in v30 to v47, the loads'
   // latency held the turn: kernels/NOTES.md, v48.)
   float b1[2];
+  TapRecord taps_g;  // row g's tap record of the next depthwise (fetch_taps)
   {
     const float* rec = taps() + static_cast<int64_t>((nc - 1) * kEChunk + warp * kMmaM + lane / kQuad) * kTapRecord;
     b1[0] = __ldg(rec + kTapNextB1);
@@ -3847,12 +3871,14 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     // the slots this turn read are free; the second warpgroup to say so
     // refills them, so neither waits for the other here (v30 to v47:
     // warpgroup 1 waited for warpgroup 0's release when it was ahead,
-    // ~0.5k cycles a chunk in v47's trace; kernels/NOTES.md, v48)
-    const int f0 = kG2 ? 2 * n - 1 : 2 * n, f1 = kG1 ? 2 * n : 2 * n - 1;
-    if (t == 0) {
-      for (int f = f0; f <= f1; ++f)
-        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
-          issue_fill(f + G::kSlots);
+    // ~0.5k cycles a chunk in v47's trace; kernels/NOTES.md, v48). GEMM2's
+    // slot by lane 0 of warp 0, GEMM1's by lane 0 of warp 1: the release
+    // delays its warp's depthwise, and the next turn's barrier waits for
+    // the last warp (kernels/NOTES.md, v49).
+    if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) {
+      const int f = warp == 0 ? 2 * n - 1 : 2 * n;
+      if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
+        issue_fill(f + G::kSlots);
     }
     __syncwarp();
   };
@@ -3865,24 +3891,23 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       tile_at(it + 1, nb, npw0);
       stage(nb, npw0);
     };
+    auto row_of = [&](int c) { return c * kEChunk + warp * kMmaM + lane / kQuad; };
     auto depthwise = [&](int c) {
-      depthwise_h3<G, In>(acc1, taps(), c * kEChunk + warp * kMmaM + lane / kQuad, h3, warp, b1);
+      depthwise_h3<G, In>(acc1, taps(), row_of(c), h3, warp, b1, taps_g);
       ++n;
     };
-    // the tap records of rows g and g + 8 of chunk c (48 bytes each, so up
-    // to two lines), into L1 in the tail of the turn before depthwise(c):
-    // loaded only where the depthwise starts, their latency held its first
-    // FMAs (kernels/NOTES.md, v48)
-    auto prefetch_taps = [&](int c) {
-      const float* rec = taps() + static_cast<int64_t>(c * kEChunk + warp * kMmaM + lane / kQuad) * kTapRecord;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        prefetch_l1(rec + 8 * h * kTapRecord);
-        prefetch_l1(rec + (8 * h + 1) * kTapRecord - 1);
-      }
+    // in the tail of the turn before depthwise(c): row g's tap record into
+    // registers, row g + 8's into L1 (48 bytes, so up to two lines). Loaded
+    // where the depthwise starts, row g's latency held its first FMAs
+    // (kernels/NOTES.md, v48, v49).
+    auto fetch_taps = [&](int c) {
+      const float* rec = taps() + static_cast<int64_t>(row_of(c)) * kTapRecord;
+      taps_g = load_tap_record(rec);
+      prefetch_l1(rec + 8 * kTapRecord);
+      prefetch_l1(rec + 9 * kTapRecord - 1);
     };
     turn(false_type{}, true_type{}, [&] {
-      prefetch_taps(0);
+      fetch_taps(0);
       init_acc<G, In, kAlignedX>(acc, p, xt, C, warp);  // acc is free: the last tile's y has left
       if (!last_tile) {  // the next tile's x, towards L2, while GEMM1 runs
         int nb, npw0;
@@ -3892,7 +3917,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     });
     depthwise(0);
     for (int c = 1; c < nc; ++c) {
-      turn(true_type{}, true_type{}, [&] { prefetch_taps(c); });
+      turn(true_type{}, true_type{}, [&] { fetch_taps(c); });
       depthwise(c);
     }
     // the tile's last turn: GEMM2 only; then y (acc: b2 + x + the GEMM2
