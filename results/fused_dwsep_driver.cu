@@ -7,7 +7,8 @@
 //        -Ikernels -o driver results/fused_dwsep_driver.cu && ./driver 40 [B L [C E]]
 // -DFUSED_DWSEP_DRIVER_EXACT times the exact mode (allow_tf32 off) instead of TF32;
 // -DFUSED_DWSEP_DRIVER_BF16 x, the weights and y in bfloat16 (the 16-bit
-// kernel where it serves the shape).
+// kernel where it serves the shape); -DFUSED_DWSEP_DRIVER_FP16 the same in
+// float16.
 #include "fused_dwsep.cu"
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
 #if defined(FUSED_DWSEP_DRIVER_BF16)
 using Elt = __nv_bfloat16;
+#elif defined(FUSED_DWSEP_DRIVER_FP16)
+using Elt = __half;
 #else
 using Elt = float;
 #endif
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
 #endif
 #if defined(FUSED_DWSEP_DRIVER_BF16)
   p.dtype = fused_dwsep::DType::kBFloat16;
+#elif defined(FUSED_DWSEP_DRIVER_FP16)
+  p.dtype = fused_dwsep::DType::kFloat16;
 #endif
   p.x = dev_rand(B * C * L, 2.0f, 1); p.w1 = dev_rand(E * C, 0.12f, 2); p.b1 = dev_rand(E, 0.1f, 3);
   p.wd = dev_rand(E * K, 0.6f, 4); p.bd = dev_rand(E, 0.1f, 5); p.w2 = dev_rand(C * E, 0.09f, 6); p.b2 = dev_rand(C, 0.1f, 7);
