@@ -3387,15 +3387,8 @@ __device__ __forceinline__ void prefetch_x(const In* xb, int C, int L, int pw0, 
   }
 }
 
-// The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
-// of a quad holds positions 16q + i (i = 0..15) of rows g and g + 8 of its
-// warp in acc[4j + 2h + b] (row g + 8h, i = 2j + b, j < 8), and halo
-// positions in acc[32 + 2h + b]: lane 0 -4, -3; lane 1 -2, -1; lane 2 64,
-// 65; lane 3 66, 67 (Tile128; Tile64 the same with 8 for 16 and 32 for 64).
-// next_b1: the next chunk's b1 of rows g and g + 8 (the tap records'
-// kTapNextB1, read with the taps), for the next GEMM1's bias step.
-// first: row g's tap record (TapRecord), loaded by the caller ahead of the
-// depthwise; row g + 8's is loaded here, under row g's FMAs.
+// A row's tap record (kTapRecord floats: the taps, kTapBias, kTapNextB1), as
+// the depthwise reads it: three 16-byte loads.
 struct TapRecord {
   float4 r[kTapRecord / 4];
 };
@@ -3405,6 +3398,16 @@ __device__ __forceinline__ TapRecord load_tap_record(const float* rec) {
   for (int i = 0; i < kTapRecord / 4; ++i) t.r[i] = __ldg(reinterpret_cast<const float4*>(rec) + i);
   return t;
 }
+
+// The depthwise, GELU and h3^T of one chunk from GEMM1's accumulators: lane q
+// of a quad holds positions 16q + i (i = 0..15) of rows g and g + 8 of its
+// warp in acc[4j + 2h + b] (row g + 8h, i = 2j + b, j < 8), and halo
+// positions in acc[32 + 2h + b]: lane 0 -4, -3; lane 1 -2, -1; lane 2 64,
+// 65; lane 3 66, 67 (Tile128; Tile64 the same with 8 for 16 and 32 for 64).
+// next_b1: the next chunk's b1 of rows g and g + 8 (the tap records'
+// kTapNextB1, read with the taps), for the next GEMM1's bias step.
+// first: row g's tap record, loaded by the caller ahead of the depthwise;
+// row g + 8's is loaded here, under row g's FMAs.
 template <class G, class In>
 __device__ __forceinline__ void depthwise_h3(const float (&acc)[G::kCols / 2], const float* taps, int e0, uint32_t h3,
                                              int warp, float (&next_b1)[2], const TapRecord& first) {
@@ -3651,9 +3654,9 @@ __device__ __forceinline__ void store_y(const float (&acc)[G::kKBlocks][G::kGrou
 // of its rows (column_of), so each of its kLanePos / 8 blocks of 8 is one
 // 16-byte store (by the lane or, with two blocks a lane, its quad partner:
 // whole sectors, kernels/NOTES.md, v48), and whole blocks lie inside or
-// outside [0, L) (pw0 and L multiples of 8). No pass through shared memory and no barrier: the x
-// buffer's last reader (the tile's last GEMM1) finished before this
-// warpgroup's last turn began.
+// outside [0, L) (pw0 and L multiples of 8). No pass through shared memory
+// and no barrier: the x buffer's last reader (the tile's last GEMM1)
+// finished before this warpgroup's last turn began.
 template <class G, class In>
 __device__ __forceinline__ void store_y_aligned(const float (&acc)[G::kKBlocks][G::kGroupT / 2], const Params& p,
                                                 int C, int L, int b, int pw0, int warp) {
