@@ -3216,9 +3216,6 @@ __device__ __forceinline__ uint32_t release_count(uint32_t addr) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;\n" : "=r"(old) : "r"(addr) : "memory");
   return old;
 }
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
 
 // Two fp32 values as one register of In (lo in the low half).
 template <class In>
@@ -3769,7 +3766,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   if (tid == 0) {
     for (int s = 0; s < G::kSlots; ++s) {
       mbar_init(full + s * sizeof(uint64_t), 1);
-      st_shared_u32(released + s * sizeof(uint64_t), 0);
+      *reinterpret_cast<uint32_t*>(sbase + (released - base) + s * sizeof(uint64_t)) = 0;
     }
     fence_mbar_init();
   }
@@ -3808,10 +3805,11 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   // 0's from chunk nc - 1's), which the depthwise reads anyway; here for
   // the CTA's first turn. (Loaded at the turn, as in v30 to v47, the loads'
   // latency held the turn: kernels/NOTES.md, v48.)
+  auto row_of = [&](int c) { return c * kEChunk + warp * kMmaM + lane / kQuad; };  // the lane's row g of chunk c
   float b1[2];
   TapRecord taps_g;  // row g's tap record of the next depthwise (fetch_taps)
   {
-    const float* rec = taps() + static_cast<int64_t>((nc - 1) * kEChunk + warp * kMmaM + lane / kQuad) * kTapRecord;
+    const float* rec = taps() + static_cast<int64_t>(row_of(nc - 1)) * kTapRecord;
     b1[0] = __ldg(rec + kTapNextB1);
     b1[1] = __ldg(rec + 8 * kTapRecord + kTapNextB1);
   }
@@ -3887,14 +3885,12 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
   };
   using std::false_type;
   using std::true_type;
-  auto nothing = [] {};
   for (int it = 0; it < my_tiles; ++it) {
     const bool last_tile = it + 1 == my_tiles;
     auto stage_next = [&](int& nb, int& npw0) {  // the next tile's x
       tile_at(it + 1, nb, npw0);
       stage(nb, npw0);
     };
-    auto row_of = [&](int c) { return c * kEChunk + warp * kMmaM + lane / kQuad; };
     auto depthwise = [&](int c) {
       depthwise_h3<G, In>(acc1, taps(), row_of(c), h3, warp, b1, taps_g);
       ++n;
@@ -3938,7 +3934,7 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
       if (!last_tile) x_landed();  // (by channel: the copies, in flight through the stores)
       b = nb, pw0 = npw0;
     } else {
-      turn(true_type{}, false_type{}, nothing);  // y leaves by way of x^T, then x^T is free
+      turn(true_type{}, false_type{}, [] {});  // y leaves by way of x^T, then x^T is free
       store_y<G, In>(acc, p, sbase + (xt - base), xt, C, L, b, pw0, grp, warp, t);
       if (!last_tile) {
         stage_next(b, pw0);

@@ -11,8 +11,8 @@
 #     with git checkout), then results/gpu_checks.sh (pytest, racecheck,
 #     memcheck, the suite) and results/ncu_run.sh on whichever kernel is in
 #     kernels/
-#   MAY_DIFFER="v49b" bash results/ab_land.sh v49a=results/h16_v49a_taps_in_registers.patch \
-#        v49b=results/h16_v49b_bf16_gelu5.patch v49ab=results/h16_v49a_taps_in_registers.patch+results/h16_v49b_bf16_gelu5.patch
+#   MAY_DIFFER="v50b v50ab" bash results/ab_land.sh v50a=results/h16_v50a_shuffles_first.patch \
+#        v50b=results/h16_v50b_interior_first.patch v50ab=results/h16_v50a_shuffles_first.patch+results/h16_v50b_interior_first.patch
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUTDIR:-results/out}

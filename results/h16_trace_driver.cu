@@ -11,11 +11,11 @@
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 \
 //        -DFD_TRACE -DFD_TRACE_CTA=7 -O3 -std=c++17 -Iab/p -Iresults -o trace results/h16_trace_driver.cu &&
 //   ./trace 5 [B L [C E]]
-// For main's kernel at v47: bash results/trace_run.sh results/h16_trace_v47.patch
-// (v43's: results/h16_trace_v43.patch; the same mark ids where they exist,
-// plus 25 init_acc done and 31 the next tile's x landed).
+// For main's kernel (v49): bash results/trace_run.sh results/h16_trace_v49.patch
+// (the same mark ids where they exist, 4 past the warpgroup's own barrier
+// since v47, plus 25 init_acc done and 31 the next tile's x landed).
 // Prints "warpgroup mark-id clock delta" a mark: ids 1-3 a turn's entry
-// (GEMM1 only, GEMM2 only, both), 4 token, 5 ring, 6 issued, 7 tail, 8
+// (GEMM1 only, GEMM2 only, both), 4 token (v29's), 5 ring, 6 issued, 7 tail, 8
 // wgmma wait, 9 released, 10 depthwise done, 20-24 store_y (entry,
 // ldmatrix pass, barrier, copy-out, barrier), 30-31 the next tile's staging;
 // delta: cycles since the warpgroup's previous mark.
