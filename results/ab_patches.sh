@@ -1,7 +1,8 @@
 #!/bin/bash
-# A/B of kernel patches against the working tree's kernel, in bf16: each
-# variant is a copy of kernels/ with its patches applied (in order), timed
-# by results/ab_driver.sh beside the unpatched kernel ("base").
+# A/B of kernel patches against the working tree's kernel, in bf16 (fp16
+# with DTYPE=FP16): each variant is a copy of kernels/ with its patches
+# applied (in order), timed by results/ab_driver.sh beside the unpatched
+# kernel ("base").
 #   bash results/ab_patches.sh NAME=PATCH[+PATCH...][:DEFINES] ...
 # DEFINES: extra nvcc flags, comma-separated (a probe's -DFD_...). SHAPES,
 # ROUNDS and REPS pass through to ab_driver.sh. Example (kernels/NOTES.md, v46):
@@ -11,8 +12,8 @@ set -e
 cd "$(dirname "$0")/.."
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-bf16=-DFUSED_DWSEP_DRIVER_BF16
-args=("base=kernels:$bf16")
+dtype=-DFUSED_DWSEP_DRIVER_${DTYPE:-BF16}
+args=("base=kernels:$dtype")
 for v in "$@"; do
   name=${v%%=*}; rest=${v#*=}; patches=${rest%%:*}; defs=""
   [[ $rest == *:* ]] && defs=,${rest#*:}
@@ -22,6 +23,6 @@ for v in "$@"; do
   for patch in "${list[@]}"; do
     (cd "$WORK/$name" && patch -s -p2 < "$OLDPWD/$patch")
   done
-  args+=("$name=$WORK/$name:$bf16$defs")
+  args+=("$name=$WORK/$name:$dtype$defs")
 done
 bash results/ab_driver.sh "${args[@]}"
