@@ -4,7 +4,7 @@
 # run brings back only a few files):
 #  1. A/B in bf16 (results/ab_patches.sh), ROUNDS rounds (3)       -> ab.txt
 #     and, where FP16_SHAPES is set, the same in fp16 over those shapes
-#     (ab_fp16.txt, its medians in ab_summary.txt; the winner is bf16's)
+#     (ab_fp16.txt, ab_fp16_summary.txt; only bf16's winner lands)
 #  2. the winner by results/ab_winner.py (geometric mean over the shapes,
 #     0.5% below base's, y bitwise equal unless the variant is named in
 #     MAY_DIFFER: a change to the numerics, which the tests then check)
@@ -21,20 +21,19 @@ cd "$(dirname "$0")/.."
 OUT=${OUTDIR:-results/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-rm -f "$OUT/ab_summary.txt"
 declare -A patches
 for v in "$@"; do patches[${v%%=*}]=${v#*=}; done
-SHAPES=${SHAPES:-"32 4096;28 3757;64 8192 320 512"} ROUNDS=${ROUNDS:-3} REPS=${REPS:-20} \
-  bash results/ab_patches.sh "$@" > "$OUT/ab.txt" 2>&1
-if [[ -n ${FP16_SHAPES:-} ]]; then
-  DTYPE=FP16 SHAPES=$FP16_SHAPES ROUNDS=${ROUNDS:-3} REPS=${REPS:-20} \
-    bash results/ab_patches.sh "$@" > "$OUT/ab_fp16.txt" 2>&1
-  # shellcheck disable=SC2086
-  python3 results/ab_winner.py "$OUT/ab_fp16.txt" ${MAY_DIFFER:-} | sed 's/^WINNER/fp16 alone: WINNER/' \
-    | tee "$OUT/ab_summary.txt"
-fi
-# shellcheck disable=SC2086  # MAY_DIFFER: names, one word each
-python3 results/ab_winner.py "$OUT/ab.txt" ${MAY_DIFFER:-} | tee -a "$OUT/ab_summary.txt"
+variants=("$@")
+# ab DTYPE SHAPES NAME: the A/B in that dtype (NAME.txt), its medians and
+# winner (NAME_summary.txt)
+ab() {
+  DTYPE=$1 SHAPES=$2 ROUNDS=${ROUNDS:-3} REPS=${REPS:-20} \
+    bash results/ab_patches.sh "${variants[@]}" > "$OUT/$3.txt" 2>&1
+  # shellcheck disable=SC2086  # MAY_DIFFER: names, one word each
+  python3 results/ab_winner.py "$OUT/$3.txt" ${MAY_DIFFER:-} | tee "$OUT/$3_summary.txt"
+}
+ab BF16 "${SHAPES:-"32 4096;28 3757;64 8192 320 512"}" ab
+if [[ -n ${FP16_SHAPES:-} ]]; then ab FP16 "$FP16_SHAPES" ab_fp16; fi
 winner=$(tail -1 "$OUT/ab_summary.txt")
 winner=${winner#WINNER }
 if [[ $winner != base ]]; then
