@@ -11,9 +11,9 @@
 #                                                              -> ab_summary.txt
 #  3. the winner's patches applied to kernels/ (the working tree: revert
 #     with git checkout), then results/gpu_checks.sh (pytest, racecheck,
-#     memcheck, the suite) and results/ncu_run.sh on whichever kernel is in
-#     kernels/; STEPS (gpu_checks.sh's, and "ncu") runs only some of them,
-#     e.g. STEPS=pytest to fit the A/B and the tests in one call
+#     memcheck, the suite, ncu) on whichever kernel is in kernels/; its
+#     STEPS runs only some of them, e.g. STEPS=pytest to fit the A/B and
+#     the tests in one call
 #   MAY_DIFFER="v50b v50ab" bash results/ab_land.sh v50a=results/h16_v50a_shuffles_first.patch \
 #        v50b=results/h16_v50b_interior_first.patch v50ab=results/h16_v50a_shuffles_first.patch+results/h16_v50b_interior_first.patch
 #   FP16_SHAPES="32 4096;16 16384 384 512" bash results/ab_land.sh v50d=results/h16_v50d_c384_release.patch
@@ -42,5 +42,4 @@ if [[ $winner != base ]]; then
   for patch in "${list[@]}"; do patch -s -p1 < "$patch"; done
 fi
 bash results/gpu_checks.sh "$OUT"
-if [[ -z ${STEPS:-} || " $STEPS " == *" ncu "* ]]; then bash results/ncu_run.sh "$OUT"; fi
 (cd "$OUT" && tar czf outputs.tgz --remove-files $(ls | grep -v outputs.tgz))
