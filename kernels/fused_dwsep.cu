@@ -3107,6 +3107,10 @@ struct Tile {
   static constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;
   static constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // x^T's staging: octets from pw0 - 8
   static constexpr int kGroupsC = kCMax / 8;               // channel groups of 8
+  // a turn's two ring releases by two warps (v49c) or both by thread 0:
+  // split, the C = 384 tile ran 3-4% slower in both dtypes (measured, not
+  // understood: ptxas's schedule at 255 registers; kernels/NOTES.md, v50)
+  static constexpr bool kSplitRelease = kCMax != 384;
   // Shared memory (offsets from a 1024-aligned base).
   static constexpr uint32_t kXtOff = 0;
   static constexpr uint32_t kH3Off = kXtOff + kGroups * kXBytes;
@@ -3876,10 +3880,16 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     // slot by lane 0 of warp 0, GEMM1's by lane 0 of warp 1: the release
     // delays its warp's depthwise, and the next turn's barrier waits for
     // the last warp (kernels/NOTES.md, v49).
-    if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) {
-      const int f = warp == 0 ? 2 * n - 1 : 2 * n;
-      if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
-        issue_fill(f + G::kSlots);
+    if constexpr (G::kSplitRelease) {
+      if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) {
+        const int f = warp == 0 ? 2 * n - 1 : 2 * n;
+        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
+          issue_fill(f + G::kSlots);
+      }
+    } else if (t == 0) {  // GEMM2's slot (2n - 1), then GEMM1's (2n)
+      for (int f = kG2 ? 2 * n - 1 : 2 * n; f <= (kG1 ? 2 * n : 2 * n - 1); ++f)
+        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
+          issue_fill(f + G::kSlots);
     }
     __syncwarp();
   };
