@@ -16,7 +16,7 @@
 #     the tests in one call
 #   MAY_DIFFER="v50b v50ab" bash results/ab_land.sh v50a=results/h16_v50a_shuffles_first.patch \
 #        v50b=results/h16_v50b_interior_first.patch v50ab=results/h16_v50a_shuffles_first.patch+results/h16_v50b_interior_first.patch
-#   FP16_SHAPES="32 4096;16 16384 384 512" bash results/ab_land.sh v50d=results/h16_v50d_c384_release.patch
+#   FP16_SHAPES="32 4096;16 16384 384 512" bash results/ab_land.sh v51=results/h16_v51_stage_in_last_dw.patch
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUTDIR:-results/out}
