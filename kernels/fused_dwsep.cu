@@ -3879,7 +3879,8 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     // ~0.5k cycles a chunk in v47's trace; kernels/NOTES.md, v48). GEMM2's
     // slot by lane 0 of warp 0, GEMM1's by lane 0 of warp 1: the release
     // delays its warp's depthwise, and the next turn's barrier waits for
-    // the last warp (kernels/NOTES.md, v49).
+    // the last warp (kernels/NOTES.md, v49); both by thread 0 where the
+    // tile says so (Tile::kSplitRelease: C = 384, v50d).
     if constexpr (G::kSplitRelease) {
       if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) {
         const int f = warp == 0 ? 2 * n - 1 : 2 * n;
