@@ -3081,9 +3081,11 @@ __host__ __device__ constexpr int channel_at(int k) {
 
 // A tiling: kGroupT positions a warpgroup (the CTA's tile is twice that), C up
 // to kCMax, kSlots ring slots of one chunk's W1 or W2 each.
-template <int kGroupT_, int kCMax_, int kSlots_>
+template <int kGroupT_, int kCMax_, int kSlots_, bool kSplitRelease_>
 struct Tile {
   static constexpr int kGroupT = kGroupT_, kCMax = kCMax_, kSlots = kSlots_;
+  // a turn's two ring releases by two warps (v49c) or both by thread 0
+  static constexpr bool kSplitRelease = kSplitRelease_;
   static constexpr int kTileT = kGroups * kGroupT;      // positions per CTA tile
   static constexpr int kCols = kGroupT + 2 * kHalo;     // GEMM1's N: the positions and a halo each side
   static constexpr int kNTiles = kCols / kMmaN;         // n8 tiles of GEMM1
@@ -3107,10 +3109,6 @@ struct Tile {
   static constexpr uint32_t kValidBytes = kCols / kCoreRows * kValidRowGroup;
   static constexpr int kOctets = (kCols + 2 * kHalo) / 8;  // x^T's staging: octets from pw0 - 8
   static constexpr int kGroupsC = kCMax / 8;               // channel groups of 8
-  // a turn's two ring releases by two warps (v49c) or both by thread 0:
-  // split, the C = 384 tile ran 3-4% slower in both dtypes (measured, not
-  // understood: ptxas's schedule at 255 registers; kernels/NOTES.md, v50)
-  static constexpr bool kSplitRelease = kCMax != 384;
   // Shared memory (offsets from a 1024-aligned base).
   static constexpr uint32_t kXtOff = 0;
   static constexpr uint32_t kH3Off = kXtOff + kGroups * kXBytes;
@@ -3163,12 +3161,16 @@ struct Tile {
     return taps_offset_floats(E) + ceil_div(E, kEChunk) * kEChunk * kTapRecord;
   }
 };
-using Tile128 = Tile<64, 256, 4>;  // C <= 256: 128-position tiles, two chunks in flight
-using Tile64 = Tile<32, 384, 3>;   // 320 < C <= 384: 64-position tiles (acc 6 x 16 registers), 1.5 chunks
+using Tile128 = Tile<64, 256, 4, true>;  // C <= 256: 128-position tiles, two chunks in flight
+// 320 < C <= 384: 64-position tiles (acc 6 x 16 registers), 1.5 chunks; the
+// ring's releases on thread 0: split, this tile ran 3-4% slower in both
+// dtypes (measured, not understood: ptxas's schedule at 255 registers;
+// kernels/NOTES.md, v50)
+using Tile64 = Tile<32, 384, 3, false>;
 // 256 < C <= 320: Tile64 with 5 channel blocks, not 6: the GEMMs, the ring's
 // fills, x^T and the epilogue run over kCMax, so on Tile64 a sixth of their
 // work at C = 320 was padding; 4 slots (two chunks in flight) then fit.
-using Tile64C320 = Tile<32, 320, 4>;
+using Tile64C320 = Tile<32, 320, 4, true>;
 
 template <class G>
 constexpr bool tile_ok() {
@@ -3880,17 +3882,15 @@ __global__ void __launch_bounds__(kGroups * kWarpgroupThreads, 1) fused_dwsep_h1
     // slot by lane 0 of warp 0, GEMM1's by lane 0 of warp 1: the release
     // delays its warp's depthwise, and the next turn's barrier waits for
     // the last warp (kernels/NOTES.md, v49); both by thread 0 where the
-    // tile says so (Tile::kSplitRelease: C = 384, v50d).
+    // tile says so (Tile::kSplitRelease, v50d).
+    const auto release = [&](int f) {
+      if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
+        issue_fill(f + G::kSlots);
+    };
     if constexpr (G::kSplitRelease) {
-      if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) {
-        const int f = warp == 0 ? 2 * n - 1 : 2 * n;
-        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
-          issue_fill(f + G::kSlots);
-      }
+      if (lane == 0 && warp < 2 && (warp == 0 ? kG2 : kG1)) release(warp == 0 ? 2 * n - 1 : 2 * n);
     } else if (t == 0) {  // GEMM2's slot (2n - 1), then GEMM1's (2n)
-      for (int f = kG2 ? 2 * n - 1 : 2 * n; f <= (kG1 ? 2 * n : 2 * n - 1); ++f)
-        if (release_count(released + f % G::kSlots * sizeof(uint64_t)) % 2 == 1 && f + G::kSlots < fills())
-          issue_fill(f + G::kSlots);
+      for (int f = kG2 ? 2 * n - 1 : 2 * n; f <= (kG1 ? 2 * n : 2 * n - 1); ++f) release(f);
     }
     __syncwarp();
   };

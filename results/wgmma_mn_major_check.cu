@@ -22,7 +22,7 @@
 using namespace fused_dwsep;
 using namespace fused_dwsep::wg;
 using namespace fused_dwsep::wg::h16;
-using G = Tile<64, 64, 1>;  // one 64-channel block
+using G = Tile<64, 64, 1, true>;  // one 64-channel block
 using In = __nv_bfloat16;
 
 constexpr int kE = 64, kCMaxC = G::kCMax, kN = G::kCols, kPos = G::kGroupT;
