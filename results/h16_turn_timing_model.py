@@ -1,0 +1,99 @@
+"""A timing model of the 16-bit kernel's two warpgroups on a 3-slot weight
+ring (the C = 384 tile, Tile<32, 384, 3>), in steady state: a chunk's time
+under v48's releases (both of a turn's slots after all its wgmmas) and under
+v52's (results/h16_v52_early_g2_release.patch: GEMM2's slot released as soon
+as GEMM2's wgmmas are done, GEMM1's slot waited for after GEMM2 is issued).
+
+The durations are read off v50d's clock trace at C = 384
+(results/h100_trace_c384_v50d.txt, a traced build, so proportions): the
+refill lands ~950 cycles after the second release is issued, ~98 wgmmas of
+both warpgroups take ~3k cycles in the shared tensor pipe, a depthwise
+~0.8k, a release ~0.3k (plus ~0.4k to issue a refill), the tap record's
+load ~0.9k from the end of the issue. The issue runs ahead of the pipe by Q
+wgmmas. It is a model: it reproduces the trace's lock-step and its ~5k-cycle
+chunk under v48; read its v52 figure as a prediction, not a measurement
+(kernels/NOTES.md, "The C = 384 tile measured").
+
+    python results/h16_turn_timing_model.py
+"""
+
+SLOTS = 3
+PARAMS = dict(t_g1=32, t_g2=30, n_g1=25, n_g2=24, fill=950, release=300, refill=370, dw=800, barrier=150,
+              taps=900, issue=8, queue=6)
+
+
+def chunk_cycles(early, turns=40, **kw):
+    """Cycles a chunk in steady state, and each warpgroup's total ring wait."""
+    p = dict(PARAMS, **kw)
+    landed = {f: 0.0 for f in range(SLOTS)}  # fill -> when it landed in its slot
+    landed[SLOTS] = p["fill"]  # fill 0 (the tiles' first GEMM1) counted as read and refilled at 0
+    releases = {0: 2}
+    pipe_free = 0.0  # when the tensor pipe has done its queued wgmmas
+
+    def release(f, when):
+        """Cycles the releasing thread spends; the second release of a fill refills its slot."""
+        releases[f] = releases.get(f, 0) + 1
+        if releases[f] == 2:
+            landed[f + SLOTS] = when + p["refill"] + p["fill"]
+            return p["refill"]
+        return 0
+
+    def push(count, cycles, at):
+        """Issue count wgmmas from time at: (when the issue ends, when the last is done)."""
+        nonlocal pipe_free
+        cur = at
+        for _ in range(count):
+            pipe_free = max(pipe_free, cur) + cycles
+            cur = max(cur + p["issue"], pipe_free - p["queue"] * cycles)
+        return cur, pipe_free
+
+    t = [0.0, 0.0]  # when each warpgroup reaches its next turn
+    turn = [1, 1]  # turn n reads fills 2n - 1 (W2 of chunk n - 1) and 2n (W1 of chunk n)
+    waits = [0.0, 0.0]
+    starts = []
+    while min(turn) < turns:
+        g = 0 if turn[0] < turns and (t[0] <= t[1] or turn[1] >= turns) else 1
+        n = turn[g]
+        a, b = 2 * n - 1, 2 * n
+        now = t[g] + p["barrier"]
+        if a not in landed or (not early and b not in landed):
+            assert turn[1 - g] < turns, "deadlock"
+            t[g] = max(t[g], t[1 - g] + 1)  # the other warpgroup's releases come first
+            continue
+        start = max(now, landed[a]) if early else max(now, landed[a], landed[b])
+        waits[g] += start - now
+        cur, g2_done = push(p["n_g2"], p["t_g2"], start)
+        if early:
+            assert b in landed, "GEMM1's fill not yet issued"
+            waits[g] += max(0.0, landed[b] - cur)
+            cur = max(cur, landed[b])
+        cur, g1_done = push(p["n_g1"], p["t_g1"], cur)
+        taps_ready = cur + p["taps"]
+        if early:
+            x = max(cur, g2_done) + p["release"]
+            x += release(a, x)
+            x = max(x, g1_done, taps_ready) + p["release"]
+            x += release(b, x)
+        else:
+            x = max(cur, g1_done, taps_ready) + p["release"]
+            x += release(a, x)
+            x += p["release"]
+            x += release(b, x)
+        t[g] = x + p["dw"]
+        starts.append((n, start))
+        turn[g] += 1
+    mid_n, mid_t = starts[len(starts) // 2]
+    return (max(t) - mid_t) / (turns - mid_n), waits
+
+
+def main():
+    for fill in (700, 950, 1500):
+        for dw in (800, 1200):
+            base, _ = chunk_cycles(False, fill=fill, dw=dw)
+            v52, _ = chunk_cycles(True, fill=fill, dw=dw)
+            print(f"refill {fill:4d}, depthwise {dw:4d}: v48 {base:5.0f}, v52 {v52:5.0f} cycles a chunk "
+                  f"({(v52 / base - 1) * 100:+.0f}%)")
+
+
+if __name__ == "__main__":
+    main()
