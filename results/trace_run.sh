@@ -6,7 +6,6 @@
 # stdout.
 #   bash results/trace_run.sh PATCH... > trace.txt
 #   TRACE_SHAPE="16 16384 384 512" bash results/trace_run.sh PATCH... > trace.txt
-# TRACE_DEFINES: extra nvcc flags, space-separated (a patch's -DFD_...).
 set -u
 cd "$(dirname "$0")/.."
 W=$(mktemp -d)
@@ -15,8 +14,7 @@ cp kernels/fused_dwsep.cu kernels/fused_dwsep.h "$W/"
 for patch in "$@"; do
   (cd "$W" && patch -s -p2 < "$OLDPWD/$patch") || exit 1
 done
-# shellcheck disable=SC2086  # TRACE_DEFINES: nvcc flags, one word each
-nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 -DFD_TRACE ${TRACE_DEFINES:-} \
+nvcc -gencode=arch=compute_90a,code=sm_90a -DFUSED_DWSEP_SM90A -DFUSED_DWSEP_DRIVER_BF16 -DFD_TRACE \
      -DFD_TRACE_CTA=7 -O3 -std=c++17 -I"$W" -Iresults -o "$W/trace" results/h16_trace_driver.cu &&
   # shellcheck disable=SC2086  # TRACE_SHAPE: the driver's arguments, one word each
   timeout 60 "$W/trace" 5 ${TRACE_SHAPE:-} 2>&1
