@@ -9,8 +9,8 @@ The durations are read off v50d's clock trace at C = 384
 refill lands ~950 cycles after the second release is issued, ~98 wgmmas of
 both warpgroups take ~3k cycles in the shared tensor pipe, a depthwise
 ~0.8k, a release ~0.3k (plus ~0.4k to issue a refill), the tap record's
-load ~0.9k from the end of the issue. The issue runs ahead of the pipe by Q
-wgmmas. It is a model: it reproduces the trace's lock-step and its ~5k-cycle
+load ~0.9k from the end of the issue. The issue runs ahead of the pipe by
+`queue` wgmmas. It is a model: it reproduces the trace's lock-step and its ~5k-cycle
 chunk under v48; read its v52 figure as a prediction, not a measurement
 (kernels/NOTES.md, "The C = 384 tile measured").
 
