@@ -23,7 +23,7 @@ PARAMS = dict(t_g1=32, t_g2=30, n_g1=25, n_g2=24, fill=950, release=300, refill=
 
 
 def chunk_cycles(early, turns=40, **kw):
-    """Cycles a chunk in steady state, and each warpgroup's total ring wait."""
+    """Cycles a chunk in steady state."""
     p = dict(PARAMS, **kw)
     landed = {f: 0.0 for f in range(SLOTS)}  # fill -> when it landed in its slot
     landed[SLOTS] = p["fill"]  # fill 0 (the tiles' first GEMM1) counted as read and refilled at 0
@@ -49,7 +49,6 @@ def chunk_cycles(early, turns=40, **kw):
 
     t = [0.0, 0.0]  # when each warpgroup reaches its next turn
     turn = [1, 1]  # turn n reads fills 2n - 1 (W2 of chunk n - 1) and 2n (W1 of chunk n)
-    waits = [0.0, 0.0]
     starts = []
     while min(turn) < turns:
         g = 0 if turn[0] < turns and (t[0] <= t[1] or turn[1] >= turns) else 1
@@ -61,11 +60,9 @@ def chunk_cycles(early, turns=40, **kw):
             t[g] = max(t[g], t[1 - g] + 1)  # the other warpgroup's releases come first
             continue
         start = max(now, landed[a]) if early else max(now, landed[a], landed[b])
-        waits[g] += start - now
         cur, g2_done = push(p["n_g2"], p["t_g2"], start)
         if early:
             assert b in landed, "GEMM1's fill not yet issued"
-            waits[g] += max(0.0, landed[b] - cur)
             cur = max(cur, landed[b])
         cur, g1_done = push(p["n_g1"], p["t_g1"], cur)
         taps_ready = cur + p["taps"]
@@ -83,14 +80,14 @@ def chunk_cycles(early, turns=40, **kw):
         starts.append((n, start))
         turn[g] += 1
     mid_n, mid_t = starts[len(starts) // 2]
-    return (max(t) - mid_t) / (turns - mid_n), waits
+    return (max(t) - mid_t) / (turns - mid_n)
 
 
 def main():
     for fill in (700, 950, 1500):
         for dw in (800, 1200):
-            base, _ = chunk_cycles(False, fill=fill, dw=dw)
-            v52, _ = chunk_cycles(True, fill=fill, dw=dw)
+            base = chunk_cycles(False, fill=fill, dw=dw)
+            v52 = chunk_cycles(True, fill=fill, dw=dw)
             print(f"refill {fill:4d}, depthwise {dw:4d}: v48 {base:5.0f}, v52 {v52:5.0f} cycles a chunk "
                   f"({(v52 / base - 1) * 100:+.0f}%)")
 
