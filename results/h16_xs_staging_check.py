@@ -1,0 +1,90 @@
+"""v53's staging of x by channel (kernels/fused_dwsep.cu, stage_x_by_channel,
+aligned rows), emulated index for index on the CPU for each 16-bit tile: every
+(channel, GEMM1 column) of the warpgroup's buffer must hold x at the column's
+position (column_of), 0 outside [0, L) and for channels C .. kCMax, each byte
+written once; and each warp instruction's 4-byte stores must hit 32 distinct
+banks. It checks the index arithmetic, not the hardware.
+
+    python results/h16_xs_staging_check.py
+"""
+import numpy as np
+
+HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, GROUP_THREADS = 4, 8, 16, 32, 4, 128
+TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
+
+
+def check(group_t, c_max, C, L, pw0):
+    lane_pos, pos_tiles = group_t // 4, group_t // MMA_N
+    tile_bytes = c_max * CHUNK + CHUNK  # kXsTileBytes
+
+    def column_of(p):
+        if p < 0:
+            return pos_tiles * MMA_N + p + HALO
+        if p >= group_t:
+            return pos_tiles * MMA_N + p - group_t + HALO
+        r, q = p % lane_pos, p // lane_pos
+        return (r // 2) * MMA_N + 2 * q + r % 2
+
+    def xs_offset(c, n):
+        return n // MMA_N * tile_bytes + c * CHUNK + n % MMA_N * 2
+
+    x = np.arange(1, C * L + 1, dtype=np.int64).reshape(C, L)  # distinct, nonzero
+    buf = np.full((pos_tiles + 1) * tile_bytes // 2, -1, dtype=np.int64)  # 2-byte elements
+    row_loads = group_t // 8
+    warp_rows = WARP // row_loads
+    pass_rows = GROUP_WARPS * warp_rows
+    passes = c_max // pass_rows
+    assert row_loads * warp_rows == WARP and passes * pass_rows == c_max and lane_pos % 8 == 0
+
+    def put(off, vals):
+        assert off % 2 == 0
+        e = off // 2
+        assert (buf[e:e + len(vals)] == -1).all(), "written twice"
+        buf[e:e + len(vals)] = vals
+
+    banks = {}
+    for t in range(GROUP_THREADS):
+        warp, lane = divmod(t, WARP)
+        m = lane % row_loads
+        c0 = warp * warp_rows + lane // row_loads
+        pos = pw0 + 8 * m
+        q, j0 = 8 * m // lane_pos, 8 * m % lane_pos // 2
+        for k in range(passes):
+            c = c0 + k * pass_rows
+            ok = pos < L and c < C
+            v = x[c, pos:pos + 8] if ok else np.zeros(8, dtype=np.int64)
+            d = xs_offset(c0, MMA_N * j0 + 2 * q) + k * pass_rows * CHUNK
+            for i in range(4):
+                put(d + i * tile_bytes, v[2 * i:2 * i + 2])
+                banks.setdefault((warp, k, i), []).append((d + i * tile_bytes) // 4 % 32)
+    left, right = pw0 > 0, pw0 + group_t < L
+    for k in range((c_max + GROUP_THREADS - 1) // GROUP_THREADS):
+        for t in range(GROUP_THREADS):
+            c = t + k * GROUP_THREADS
+            if c >= c_max:
+                continue
+            h0 = x[c, pw0 - HALO:pw0] if c < C and left else np.zeros(4, dtype=np.int64)
+            h1 = x[c, pw0 + group_t:pw0 + group_t + 4] if c < C and right else np.zeros(4, dtype=np.int64)
+            put(xs_offset(c, pos_tiles * MMA_N), np.concatenate([h0, h1]))
+    for key, b in banks.items():
+        assert len(set(b)) == WARP, f"bank conflict {key}"
+    for c in range(c_max):
+        for p in range(-HALO, group_t + HALO):
+            want = x[c, pw0 + p] if c < C and 0 <= pw0 + p < L else 0
+            got = buf[xs_offset(c, column_of(p)) // 2]
+            assert got == want, (c, p, got, want)
+
+
+def main():
+    for name, (group_t, c_max) in TILES.items():
+        n = 0
+        for C in (c_max, c_max - 8, c_max - 72, 8):
+            for L in (8 * group_t, 8 * group_t + 8, group_t + 24):
+                for pw0 in range(0, L, group_t):
+                    check(group_t, c_max, C, L, pw0)
+                    n += 1
+        print(f"{name}: {n} tiles staged as column_of places them, bank-conflict-free")
+
+
+if __name__ == "__main__":
+    main()
