@@ -2,8 +2,9 @@
 aligned rows), emulated index for index on the CPU for each 16-bit tile: every
 (channel, GEMM1 column) of the warpgroup's buffer must hold x at the column's
 position (column_of), 0 outside [0, L) and for channels C .. kCMax, each byte
-written once; and each warp instruction's 4-byte stores must hit 32 distinct
-banks. It checks the index arithmetic, not the hardware.
+written once, no load outside its channel's row (the warpgroups of a row's
+last tile included, whose positions may all lie past L); and each warp
+instruction's 4-byte stores must hit 32 distinct banks. It checks the index arithmetic, not the hardware.
 
     python results/h16_xs_staging_check.py
 """
@@ -29,6 +30,11 @@ def check(group_t, c_max, C, L, pw0):
         return n // MMA_N * tile_bytes + c * CHUNK + n % MMA_N * 2
 
     x = np.arange(1, C * L + 1, dtype=np.int64).reshape(C, L)  # distinct, nonzero
+
+    def load(c, p, n):  # a load of n elements: inside channel c's row of x
+        assert 0 <= c < C and 0 <= p and p + n <= L, ("load outside x's row", c, p, n)
+        return x[c, p:p + n]
+
     buf = np.full((pos_tiles + 1) * tile_bytes // 2, -1, dtype=np.int64)  # 2-byte elements
     row_loads = group_t // 8
     warp_rows = WARP // row_loads
@@ -52,19 +58,19 @@ def check(group_t, c_max, C, L, pw0):
         for k in range(passes):
             c = c0 + k * pass_rows
             ok = pos < L and c < C
-            v = x[c, pos:pos + 8] if ok else np.zeros(8, dtype=np.int64)
+            v = load(c, pos, 8) if ok else np.zeros(8, dtype=np.int64)
             d = xs_offset(c0, MMA_N * j0 + 2 * q) + k * pass_rows * CHUNK
             for i in range(4):
                 put(d + i * tile_bytes, v[2 * i:2 * i + 2])
                 banks.setdefault((warp, k, i), []).append((d + i * tile_bytes) // 4 % 32)
-    left, right = pw0 > 0, pw0 + group_t < L
+    left, right = 0 < pw0 <= L, pw0 + group_t < L
     for k in range((c_max + GROUP_THREADS - 1) // GROUP_THREADS):
         for t in range(GROUP_THREADS):
             c = t + k * GROUP_THREADS
             if c >= c_max:
                 continue
-            h0 = x[c, pw0 - HALO:pw0] if c < C and left else np.zeros(4, dtype=np.int64)
-            h1 = x[c, pw0 + group_t:pw0 + group_t + 4] if c < C and right else np.zeros(4, dtype=np.int64)
+            h0 = load(c, pw0 - HALO, 4) if c < C and left else np.zeros(4, dtype=np.int64)
+            h1 = load(c, pw0 + group_t, 4) if c < C and right else np.zeros(4, dtype=np.int64)
             put(xs_offset(c, pos_tiles * MMA_N), np.concatenate([h0, h1]))
     for key, b in banks.items():
         assert len(set(b)) == WARP, f"bank conflict {key}"
@@ -80,10 +86,11 @@ def main():
         n = 0
         for C in (c_max, c_max - 8, c_max - 72, 8):
             for L in (8 * group_t, 8 * group_t + 8, group_t + 24):
-                for pw0 in range(0, L, group_t):
+                tiles = -(-L // (2 * group_t))  # the CTA tiles of a row: two warpgroups each
+                for pw0 in range(0, tiles * 2 * group_t, group_t):
                     check(group_t, c_max, C, L, pw0)
                     n += 1
-        print(f"{name}: {n} tiles staged as column_of places them, bank-conflict-free")
+        print(f"{name}: {n} warpgroup tiles staged as column_of places them, bank-conflict-free")
 
 
 if __name__ == "__main__":
