@@ -31,6 +31,8 @@ SHAPES = [
     (2, 32, 128, 2 * 132 * 128 - 4, 9),  # 4 tiles a CTA; 5 turns a tile, so the warpgroups swap halves of C
     (1, 72, 128, 132 * 128 * 2, 9),  # C = 72: the residual loads of channels past C predicated off
     (1, 348, 72, 132 * 64 * 2, 9),  # 16 bits, aligned rows at C <= 384 (x by channel), 2 tiles a CTA
+    (1, 256, 72, 132 * 128 + 8, 9),  # 16 bits, aligned rows: the last tile's second warpgroup past L
+    (1, 384, 72, 132 * 64 + 8, 9),  # the same on the 64-position tile
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
