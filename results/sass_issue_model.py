@@ -11,6 +11,10 @@ which runs one warp per scheduler and is bound by its dependency chains:
          -c kernels/fused_dwsep.cu -o k.o && cuobjdump -sass k.o > k.sass
     python results/sass_issue_model.py k.sass wgmma_kernel
 
+cuobjdump comes with the CUDA toolkit; where a toolkit lacks it, PyPI's
+nvidia-cuda-cuobjdump wheel has it (bin/cuobjdump; `nvcc ... -cubin -o k.cubin`
+then `cuobjdump -sass k.cubin`).
+
 It models the innermost loop that contains a MUFU.EX2 (the GELU), and
 prints its length, its instruction mix and the model's cycles; where the
 loop waits for wgmmas (WARPGROUP.DEPBAR), also the part from the last such
