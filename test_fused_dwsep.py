@@ -602,6 +602,11 @@ HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS + [
     (3, 256, 192, 4104, 9),  # 128-position tiles, C <= 256
     (2, 320, 136, 4104, 9),  # 64-position tiles, C <= 320
     (2, 384, 136, 4104, 9),  # 64-position tiles, C <= 384
+    # one and two chunks of E with ~3 tiles a CTA on the 64-position tiles:
+    # the ring's refills run into the CTA's next tiles and their chunk
+    # index wraps every fill or two (3 and 4 slots)
+    (3, 384, 64, 8192, 9),  # C <= 384, 1 chunk, aligned rows
+    (3, 320, 128, 8190, 7),  # C <= 320, 2 chunks, unaligned rows
 ]
 
 

@@ -33,6 +33,7 @@ SHAPES = [
     (1, 348, 72, 132 * 64 * 2, 9),  # 16 bits, aligned rows at C <= 384 (x by channel), 2 tiles a CTA
     (1, 256, 72, 132 * 128 + 8, 9),  # 16 bits, aligned rows: the last tile's second warpgroup past L
     (1, 384, 72, 132 * 64 + 8, 9),  # the same on the 64-position tile
+    (1, 384, 64, 2 * 132 * 64, 9),  # 16 bits, one chunk on the 3-slot ring, 2 tiles a CTA: refills wrap every fill
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
