@@ -607,6 +607,14 @@ HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS + [
     # index wraps every fill or two (3 and 4 slots)
     (3, 384, 64, 8192, 9),  # C <= 384, 1 chunk, aligned rows
     (3, 320, 128, 8190, 7),  # C <= 320, 2 chunks, unaligned rows
+    # aligned rows at 256 < C <= 320 for a 96-position tile (two warpgroups
+    # of 48, lanes of 12: results/h16_v56_tile96.patch; main's tile there has
+    # 64): the last tile's second warpgroup wholly past L (L % 96 == 8 and
+    # 40), or at 8 positions (L % 96 == 56: one lane's 16-byte store inside
+    # L, its 8-byte one past it); 1 and 4 chunks
+    (2, 320, 136, 4136, 9),
+    (2, 264, 200, 8200, 3),
+    (3, 288, 64, 1016, 5),
 ]
 
 

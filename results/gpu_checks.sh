@@ -6,7 +6,8 @@
 # stdout), then ncu at the bf16 headline (results/ncu_run.sh). Each summary
 # line is printed too. STEPS picks some of them (default all: "pytest
 # racecheck memcheck suite ncu"), so that a short device call can run the
-# tests alone and a later one the rest.
+# tests alone and a later one the rest; STEPS=none runs none of them (an
+# A/B by results/ab_land.sh alone).
 #   bash results/gpu_checks.sh OUT
 #   STEPS="racecheck memcheck suite ncu" bash results/gpu_checks.sh OUT
 set -u
@@ -15,7 +16,7 @@ OUT=$1
 mkdir -p "$OUT"
 STEPS=${STEPS:-pytest racecheck memcheck suite ncu}
 for s in $STEPS; do
-  case $s in pytest | racecheck | memcheck | suite | ncu) ;; *) echo "gpu_checks.sh: unknown step '$s'" >&2; exit 1 ;; esac
+  case $s in pytest | racecheck | memcheck | suite | ncu | none) ;; *) echo "gpu_checks.sh: unknown step '$s'" >&2; exit 1 ;; esac
 done
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step pytest; then

@@ -14,16 +14,23 @@ load ~0.9k from the end of the issue. The issue runs ahead of the pipe by
 chunk under v48; read its v52 figure as a prediction, not a measurement
 (kernels/NOTES.md, "The C = 384 tile measured").
 
+Also the C = 320 tiles (kernels/NOTES.md, v56): Tile64C320 (4 slots, 32
+positions a warpgroup) against Tile96 (3 slots, 48), with the wgmma counts
+of C = 320 and guesses for what the trace does not give (Tile96's wgmma
+cycles from their shared-memory reads, 2 KB of A and 32 N bytes of B at ~128
+bytes a cycle, plus C = 384's overhead, or scaled from C = 384's by N; its
+depthwise 1.25-1.5 times C = 384's for 1.5 times the outputs).
+
     python results/h16_turn_timing_model.py
 """
 
-SLOTS = 3
 PARAMS = dict(t_g1=32, t_g2=30, n_g1=25, n_g2=24, fill=950, release=300, refill=370, dw=800, barrier=150,
               taps=900, issue=8, queue=6)
 
 
-def chunk_cycles(early, turns=40, **kw):
-    """Cycles a chunk in steady state."""
+def chunk_cycles(early, turns=40, slots=3, **kw):
+    """Cycles a chunk in steady state on a ring of `slots` slots."""
+    SLOTS = slots
     p = dict(PARAMS, **kw)
     landed = {f: 0.0 for f in range(SLOTS)}  # fill -> when it landed in its slot
     landed[SLOTS] = p["fill"]  # fill 0 (the tiles' first GEMM1) counted as read and refilled at 0
@@ -84,12 +91,24 @@ def chunk_cycles(early, turns=40, **kw):
 
 
 def main():
+    print("C = 384, Tile64 (3 slots):")
     for fill in (700, 950, 1500):
         for dw in (800, 1200):
             base = chunk_cycles(False, fill=fill, dw=dw)
             v52 = chunk_cycles(True, fill=fill, dw=dw)
             print(f"refill {fill:4d}, depthwise {dw:4d}: v48 {base:5.0f}, v52 {v52:5.0f} cycles a chunk "
                   f"({(v52 / base - 1) * 100:+.0f}%)")
+    # C = 320: 20 k16 steps of GEMM1 + the bias step, 5 x 4 of GEMM2; a
+    # chunk's weights 40 KB (refill ~800 cycles at C = 384's rate)
+    c320 = dict(n_g1=21, n_g2=20, fill=800)
+    t64 = chunk_cycles(False, slots=4, **c320)
+    print(f"C = 320, Tile64C320 (4 slots, 64 positions a CTA): v48 {t64:5.0f} cycles a chunk")
+    for t_g1, t_g2 in ((36, 34), (45, 38)):
+        for dw in (1000, 1200):
+            kw = dict(c320, t_g1=t_g1, t_g2=t_g2, dw=dw)
+            a, b = chunk_cycles(False, **kw), chunk_cycles(True, **kw)
+            print(f"Tile96 (3 slots, 96 positions), wgmma {t_g1}/{t_g2}, depthwise {dw}: v48 {a:5.0f} "
+                  f"({a / 96 / (t64 / 64) - 1:+.0%} a position), v52 {b:5.0f} ({b / 96 / (t64 / 64) - 1:+.0%})")
 
 
 if __name__ == "__main__":

@@ -4,14 +4,16 @@ aligned rows), emulated index for index on the CPU for each 16-bit tile: every
 position (column_of), 0 outside [0, L) and for channels C .. kCMax, each byte
 written once, no load outside its channel's row (the warpgroups of a row's
 last tile included, whose positions may all lie past L); and each warp
-instruction's 4-byte stores must hit 32 distinct banks. It checks the index arithmetic, not the hardware.
+instruction's 4-byte stores must hit distinct banks (32 of them, 24 at Tile96,
+whose 4 channels a warp leave 8 lanes idle: results/h16_v56_tile96_core.patch).
+It checks the index arithmetic, not the hardware.
 
     python results/h16_xs_staging_check.py
 """
 import numpy as np
 
 HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, GROUP_THREADS = 4, 8, 16, 32, 4, 128
-TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
+TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384), "Tile96": (48, 320)}
 
 
 def check(group_t, c_max, C, L, pw0):
@@ -36,11 +38,12 @@ def check(group_t, c_max, C, L, pw0):
         return x[c, p:p + n]
 
     buf = np.full((pos_tiles + 1) * tile_bytes // 2, -1, dtype=np.int64)  # 2-byte elements
+    one_lane = lane_pos % 8 == 0  # a load's 4 pairs belong to one lane q (not at Tile96)
     row_loads = group_t // 8
-    warp_rows = WARP // row_loads
+    warp_rows = WARP // row_loads if one_lane else 4
     pass_rows = GROUP_WARPS * warp_rows
     passes = c_max // pass_rows
-    assert row_loads * warp_rows == WARP and passes * pass_rows == c_max and lane_pos % 8 == 0
+    assert (row_loads * warp_rows == WARP or not one_lane) and passes * pass_rows == c_max
 
     def put(off, vals):
         assert off % 2 == 0
@@ -53,16 +56,22 @@ def check(group_t, c_max, C, L, pw0):
         warp, lane = divmod(t, WARP)
         m = lane % row_loads
         c0 = warp * warp_rows + lane // row_loads
+        if lane >= warp_rows * row_loads:
+            continue  # idle (Tile96)
         pos = pw0 + 8 * m
         q, j0 = 8 * m // lane_pos, 8 * m % lane_pos // 2
         for k in range(passes):
             c = c0 + k * pass_rows
             ok = pos < L and c < C
             v = load(c, pos, 8) if ok else np.zeros(8, dtype=np.int64)
-            d = xs_offset(c0, MMA_N * j0 + 2 * q) + k * pass_rows * CHUNK
             for i in range(4):
-                put(d + i * tile_bytes, v[2 * i:2 * i + 2])
-                banks.setdefault((warp, k, i), []).append((d + i * tile_bytes) // 4 % 32)
+                if one_lane:
+                    d = xs_offset(c0, MMA_N * j0 + 2 * q) + k * pass_rows * CHUNK + i * tile_bytes
+                else:
+                    pp = 8 * m + 2 * i
+                    d = xs_offset(c0, MMA_N * (pp % lane_pos // 2) + 2 * (pp // lane_pos)) + k * pass_rows * CHUNK
+                put(d, v[2 * i:2 * i + 2])
+                banks.setdefault((warp, k, i), []).append(d // 4 % 32)
     left, right = 0 < pw0 <= L, pw0 + group_t < L
     for k in range((c_max + GROUP_THREADS - 1) // GROUP_THREADS):
         for t in range(GROUP_THREADS):
@@ -73,7 +82,7 @@ def check(group_t, c_max, C, L, pw0):
             h1 = load(c, pw0 + group_t, 4) if c < C and right else np.zeros(4, dtype=np.int64)
             put(xs_offset(c, pos_tiles * MMA_N), np.concatenate([h0, h1]))
     for key, b in banks.items():
-        assert len(set(b)) == WARP, f"bank conflict {key}"
+        assert len(set(b)) == len(b) == warp_rows * row_loads, f"bank conflict {key}"
     for c in range(c_max):
         for p in range(-HALO, group_t + HALO):
             want = x[c, pw0 + p] if c < C and 0 <= pw0 + p < L else 0

@@ -34,6 +34,7 @@ SHAPES = [
     (1, 256, 72, 132 * 128 + 8, 9),  # 16 bits, aligned rows: the last tile's second warpgroup past L
     (1, 384, 72, 132 * 64 + 8, 9),  # the same on the 64-position tile
     (1, 384, 64, 2 * 132 * 64, 9),  # 16 bits, one chunk on the 3-slot ring, 2 tiles a CTA: refills wrap every fill
+    (1, 320, 64, 132 * 96 + 8, 9),  # 16 bits, aligned, C <= 320: a 96-position tile's second warpgroup past L
     (2, 8, 16, 1, 1),
     (1, 8, 8, 5000, 9),  # the backward's depthwise kernel: two CTAs per row, 16-byte stores
 ]
