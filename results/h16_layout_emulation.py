@@ -58,6 +58,69 @@ def channel_of(k):
     return k // KBLOCK * KBLOCK + k % 8 * 8 + k % KBLOCK // 8
 
 
+def column_of(p, group_t):
+    """GEMM1's column of warpgroup position p: lane q holds positions lane_pos q .. + lane_pos - 1,
+    column 8 j + 2 q + b for its position 2 j + b; the halo in the last n8 tile."""
+    lane_pos, pos_tiles = group_t // 4, group_t // 8
+    if p < 0:
+        return 8 * pos_tiles + p + HALO
+    if p >= group_t:
+        return 8 * pos_tiles + p - group_t + HALO
+    r, q = p % lane_pos, p // lane_pos
+    return (r // 2) * 8 + 2 * q + r % 2
+
+
+def position_of(n, group_t):
+    """The warpgroup position of GEMM1 column n (column_of's inverse)."""
+    lane_pos, pos_tiles = group_t // 4, group_t // 8
+    j, q, b, hh = n // 8, n % 8 // 2, n % 2, n % 8
+    if j == pos_tiles:
+        return hh - HALO if hh < HALO else group_t + hh - HALO
+    return q * lane_pos + 2 * j + b
+
+
+def lane_depthwise(regs, halo, w, lane, h, tp):
+    """The depthwise and GELU of lane `lane` of warp w, row half h, from GEMM1's fragments: regs[w,
+    lane, h] its positions of the row, halo[w, lane, h] its halo pair; the positions before and after
+    from lanes - 1 and + 1 (shfl_up / shfl_down; lanes 0 and 31 keep their own), lane 0's before and
+    lane 3's after from the halo pairs of the lane and lane ^ 1 (shfl_xor 1). tp: the row's tap
+    record (taps and bias halved). Returns the lane's GELU outputs."""
+    v, u, q = regs[w, lane, h], halo[w, lane, h], lane % 4
+    up = regs[w, lane - 1, h] if lane > 0 else v
+    dn = regs[w, lane + 1, h] if lane < 31 else v
+    partner = halo[w, lane ^ 1, h]
+    lane_pos = len(v)
+    lo, hi = up[lane_pos - HALO:], dn[:HALO]
+    if q == 0:
+        lo = [u[0], u[1], partner[0], partner[1]]
+    if q == 3:
+        hi = [partner[0], partner[1], u[0], u[1]]
+    out = []
+    for i in range(lane_pos):
+        s = tp[9]
+        for k in range(9):
+            idx = i + k - HALO
+            s += tp[k] * (lo[idx + HALO] if idx < 0 else hi[idx - lane_pos] if idx >= lane_pos else v[idx])
+        out.append(0.5 * (2 * s) * (1 + erf(2 * s / np.sqrt(2))))  # taps and bias halved
+    return out
+
+
+def tap_records(wd, bd, b1, nc):
+    """pack_taps: a record of 12 floats a row of nc chunks: the taps halved and centred in slots
+    0-8, the bias halved in 9, the next chunk's b1 (cyclically, not halved) in 10."""
+    E, K = wd.shape
+    taps = np.zeros((nc * 64, 12))
+    first_tap = HALO - K // 2
+    for e in range(min(E, nc * 64)):
+        for s in range(9):
+            if 0 <= s - first_tap < K:
+                taps[e, s] = 0.5 * wd[e, s - first_tap]
+        taps[e, 9] = 0.5 * bd[e]
+    for e in range(nc * 64):
+        taps[e, 10] = b1[(e + 64) % (nc * 64)] if (e + 64) % (nc * 64) < E else 0
+    return taps
+
+
 def block(x, w1, b1, wd, bd, w2, b2):
     C, L = x.shape
     E, K = wd.shape
@@ -77,28 +140,16 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
     # h16_aligned_rows: the kernel for aligned rows keeps the channels in order
     by_class = not (L % 8 == 0 and x_off % 8 == 0)
     chan = channel_of if by_class else (lambda k: k)
-    E, K = wd.shape
+    E = wd.shape[0]
     cols = group_t + 2 * HALO
     lane_pos, pos_tiles, kblocks = group_t // 4, group_t // 8, c_max // KBLOCK
     octets = (cols + 2 * HALO) // 8
     xt_block, slot_bytes = cols * 128, kblocks * W1_BLOCK
 
-    def column_of(p):  # lane q holds positions lane_pos q .. + lane_pos - 1; the halo in the last n8 tile
-        if p < 0:
-            return 8 * pos_tiles + p + HALO
-        if p >= group_t:
-            return 8 * pos_tiles + p - group_t + HALO
-        r, q = p % lane_pos, p // lane_pos
-        return (r // 2) * 8 + 2 * q + r % 2
-
-    def position_of(n):
-        j, q, b, hh = n // 8, n % 8 // 2, n % 2, n % 8
-        if j == pos_tiles:
-            return hh - HALO if hh < HALO else group_t + hh - HALO
-        return q * lane_pos + 2 * j + b
-
-    assert sorted(column_of(p) for p in range(-HALO, group_t + HALO)) == list(range(cols))
-    assert all(column_of(position_of(n)) == n for n in range(cols))
+    col_of = lambda p: column_of(p, group_t)  # noqa: E731  (column_of, position_of at this tile)
+    pos_of = lambda n: position_of(n, group_t)  # noqa: E731
+    assert sorted(col_of(p) for p in range(-HALO, group_t + HALO)) == list(range(cols))
+    assert all(col_of(pos_of(n)) == n for n in range(cols))
     groups, octets_per_lane = c_max // 8, lane_pos // 8
 
     def item_octet(item):  # x^T's copies: 4 octets of distinct lanes x 2 groups a quarter warp
@@ -130,15 +181,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
         else:
             c, e = chan(r), chunk * 64 + k
             ws[i] = w2[c, e] if e < E and c < C else 0
-    taps = np.zeros((nc * 64, 12))
-    first_tap = HALO - K // 2
-    for e in range(min(E, nc * 64)):
-        for s in range(9):
-            if 0 <= s - first_tap < K:
-                taps[e, s] = 0.5 * wd[e, s - first_tap]
-        taps[e, 9] = 0.5 * bd[e]
-    for e in range(nc * 64):  # slot 10: the next chunk's b1, cyclically, not halved
-        taps[e, 10] = b1[(e + 64) % (nc * 64)] if (e + 64) % (nc * 64) < E else 0
+    taps = tap_records(wd, bd, b1, nc)
     b1_next = [taps[(nc - 1) * 64 + r, 10] for r in range(64)]  # the turn reads chunk n - 1's, cyclically
     y = np.full((C, L), np.nan)  # every position is written, or the NaN shows
     for tile in range(-(-L // (2 * group_t))):
@@ -148,7 +191,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
             xt = np.zeros(kblocks * xt_block // 2)
             valid = np.zeros(cols // 8 * 256 // 2)
             for t in range(cols):
-                pos = pw0 + position_of(t)
+                pos = pw0 + pos_of(t)
                 valid[(t // 8 * 256 + t % 8 * 16) // 2] = 1.0 if 0 <= pos < L else 0.0
             written = np.zeros(kblocks * xt_block // 2, dtype=int)
             for item in range(octets * c_max // 8):
@@ -167,7 +210,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     p = a + j - pw0
                     if p < -HALO or p >= group_t + HALO:
                         continue
-                    base = (cg // 8) * xt_block + swz(column_of(p), (cg % 8) * 8)
+                    base = (cg // 8) * xt_block + swz(col_of(p), (cg % 8) * 8)
                     for i in range(8):
                         xt[base // 2 + i] = blocks[i, j] if 0 <= a + j < L else 0
                         written[base // 2 + i] += 1
@@ -202,24 +245,11 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                         g, q = lane // 4, lane % 4
                         for h in range(2):
                             row = 16 * w + g + 8 * h
-                            v, u = regs[w, lane, h], halo[w, lane, h]
-                            up = regs[w, lane - 1, h] if lane > 0 else v  # shfl_up: lane 0 keeps its own
-                            dn = regs[w, lane + 1, h] if lane < 31 else v
-                            partner = halo[w, lane ^ 1, h]  # shfl_xor 1
-                            lo, hi = up[lane_pos - HALO:], dn[:HALO]
-                            if q == 0:
-                                lo = [u[0], u[1], partner[0], partner[1]]
-                            if q == 3:
-                                hi = [partner[0], partner[1], u[0], u[1]]
                             tp = taps[ch * 64 + row]
                             b1_next[row] = tp[10]
+                            outs = lane_depthwise(regs, halo, w, lane, h, tp)
                             for i in range(lane_pos):
-                                s = tp[9]
-                                for k in range(9):
-                                    idx = i + k - HALO
-                                    s += tp[k] * (lo[idx + HALO] if idx < 0 else hi[idx - lane_pos]
-                                                  if idx >= lane_pos else v[idx])
-                                out = 0.5 * (2 * s) * (1 + erf(2 * s / np.sqrt(2)))  # taps and bias halved
+                                out = outs[i]
                                 # stmatrix .trans: column i of tile j's matrix (row half h)
                                 # goes to the address lane 8m + i gives: h3^T row 8 j + i
                                 j, col = i // 2, 2 * q + i % 2
@@ -233,7 +263,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     for mb in range(kblocks):
                         acc[mb * 64:(mb + 1) * 64] += desc_read(slot2, mb * W1_BLOCK + ks * 32, 64) @ Bm.T
             # store_y: acc's column n is x^T's row n (the residual), position
-            # position_of(n); y^T written over x^T, then copied out by items
+            # pos_of(n); y^T written over x^T, then copied out by items
             # (acc's row k, x^T's K index k: chan(k))
             for k in range(kblocks * 64):
                 if chan(k) < C:
@@ -248,7 +278,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     p = pw0 + 8 * oct + kk
                     for k in range(cg * 8, cg * 8 + 8):
                         if p < L and chan(k) < C:
-                            y[chan(k), p] = xt[((k // 64) * xt_block + swz(column_of(8 * oct + kk), k % 64)) // 2]
+                            y[chan(k), p] = xt[((k // 64) * xt_block + swz(col_of(8 * oct + kk), k % 64)) // 2]
     return y
 
 

@@ -20,51 +20,37 @@ matrix), not the hardware: only a GPU run tests those.
 
     python results/h16_tile96_check.py   # the largest difference per case (~1e-14: float64 throughout)
 """
-from math import erf
-
 import numpy as np
 
-from h16_layout_emulation import block, desc_read, swz
+from h16_layout_emulation import block, desc_read, lane_depthwise, position_of, tap_records
 
 HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, ECHUNK = 4, 8, 16, 32, 4, 64
 TILES = {"Tile96": (48, 320), "Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
 
 
+def acc_rows(kblocks):
+    """The accumulators' rows a thread holds: (warp, lane, q, mb, h, channel 64 mb + 16 warp + 8 h + g)."""
+    for w in range(4):
+        for lane in range(WARP):
+            g, q = lane // 4, lane % 4
+            for mb in range(kblocks):
+                for h in range(2):
+                    yield w, lane, q, mb, h, mb * 64 + 16 * w + 8 * h + g
+
+
 def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
     C, L = x.shape
-    E, K = wd.shape
+    E = wd.shape[0]
     assert L % 8 == 0, "the path for aligned rows"
     cols, lane_pos, pos_tiles, kblocks = group_t + 2 * HALO, group_t // 4, group_t // MMA_N, c_max // 64
     tile_bytes = c_max * CHUNK + CHUNK  # kXsTileBytes
     row_pairs = group_t // 2
 
-    def column_of(p):
-        if p < 0:
-            return pos_tiles * MMA_N + p + HALO
-        if p >= group_t:
-            return pos_tiles * MMA_N + p - group_t + HALO
-        r, q = p % lane_pos, p // lane_pos
-        return (r // 2) * MMA_N + 2 * q + r % 2
-
-    def position_of(n):
-        j, q, b, hh = n // 8, n % 8 // 2, n % 2, n % 8
-        if j == pos_tiles:
-            return hh - HALO if hh < HALO else group_t + hh - HALO
-        return q * lane_pos + 2 * j + b
-
     def xs_offset(c, n):
         return n // MMA_N * tile_bytes + c * CHUNK + n % MMA_N * 2
 
     nc = -(-E // ECHUNK)
-    taps = np.zeros((nc * 64, 12))  # pack_taps: halved taps, centred; the bias halved; the next chunk's b1
-    first_tap = HALO - K // 2
-    for e in range(min(E, nc * 64)):
-        for s in range(9):
-            if 0 <= s - first_tap < K:
-                taps[e, s] = 0.5 * wd[e, s - first_tap]
-        taps[e, 9] = 0.5 * bd[e]
-    for e in range(nc * 64):
-        taps[e, 10] = b1[(e + 64) % (nc * 64)] if (e + 64) % (nc * 64) < E else 0
+    taps = tap_records(wd, bd, b1, nc)
     w1p = np.zeros((nc * 64, c_max))
     w1p[:E, :C] = w1
     w2p = np.zeros((c_max, nc * 64))
@@ -116,14 +102,14 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                         assert len(b) == len(set(b)), f"bank conflict in copy {key}: {sorted(b)}"
             for i in range(C * HALO):  # the halo pairs
                 c, n = i // HALO, pos_tiles * MMA_N + 2 * (i % HALO)
-                p = pw0 + position_of(n)
+                p = pw0 + position_of(n, group_t)
                 for b in range(2):
                     xs[xs_offset(c, n) // 2 + b] = x[c, p + b] if 0 <= p < L else 0.0
                     written[xs_offset(c, n) // 2 + b] += 1
             for c in range(c_max):
                 for n in range(cols):
                     assert written[xs_offset(c, n) // 2] == (1 if c < C else 0), f"x ({c}, {n}) written {written[xs_offset(c, n) // 2]}x"
-            valid = np.array([1.0 if 0 <= pw0 + position_of(n) < L else 0.0 for n in range(cols)])
+            valid = np.array([1.0 if 0 <= pw0 + position_of(n, group_t) < L else 0.0 for n in range(cols)])
             B1 = np.array([[xs[xs_offset(k, n) // 2] for k in range(c_max)] for n in range(cols)])  # GEMM1's B (N-major)
 
             # init_acc: ldmatrix of xs_block_addr (lane 8m + i: channel 64 mb + 16 w + 8 (m % 2) + i, n8 tile j + m / 2)
@@ -160,25 +146,9 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                         g, q = lane // 4, lane % 4
                         for h in range(2):
                             row = 16 * w + g + 8 * h
-                            v, u = regs[w, lane, h], halo[w, lane, h]
-                            up = regs[w, lane - 1, h] if lane > 0 else v  # shfl_up: lane 0 keeps its own
-                            dn = regs[w, lane + 1, h] if lane < 31 else v
-                            partner = halo[w, lane ^ 1, h]
-                            lo, hi = up[lane_pos - HALO:], dn[:HALO]
-                            if q == 0:
-                                lo = [u[0], u[1], partner[0], partner[1]]
-                            if q == 3:
-                                hi = [partner[0], partner[1], u[0], u[1]]
                             tp = taps[ch * 64 + row]
                             b1_next[row] = tp[10]
-                            out = []
-                            for i in range(lane_pos):
-                                s = tp[9]
-                                for k in range(9):
-                                    idx = i + k - HALO
-                                    s += tp[k] * (lo[idx + HALO] if idx < 0 else hi[idx - lane_pos] if idx >= lane_pos else v[idx])
-                                out.append(0.5 * (2 * s) * (1 + erf(2 * s / np.sqrt(2))))
-                            outs[lane, h] = out
+                            outs[lane, h] = lane_depthwise(regs, halo, w, lane, h, tp)
                     # stmatrix .trans: x4 at j = 0, 4, ... (x2 where two tiles are left); lane 8 m + i gives
                     # the address of matrix m's column i: h3^T row 8 (j + m) + i, chunk (2 w + h) ^ i
                     for h in range(2):
@@ -196,36 +166,26 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                                         h3written[addr // 2 + g] += 1
                 assert (h3written == 1).all(), "h3: an element written twice or not at all"
                 Bm = np.vstack([desc_read(h3img, ks * 32, group_t).T for ks in range(4)])  # [64 e, group_t]
-                for w in range(4):
-                    for lane in range(WARP):
-                        g, q = lane // 4, lane % 4
-                        for mb in range(kblocks):
-                            for h in range(2):
-                                c = mb * 64 + 16 * w + 8 * h + g
-                                for jj in range(pos_tiles):
-                                    for b in range(2):
-                                        acc[w, lane][mb, 4 * jj + 2 * h + b] += w2p[c, ch * 64:(ch + 1) * 64] @ Bm[:, 8 * jj + 2 * q + b]
+                for w, lane, q, mb, h, c in acc_rows(kblocks):
+                    for jj in range(pos_tiles):
+                        for b in range(2):
+                            acc[w, lane][mb, 4 * jj + 2 * h + b] += w2p[c, ch * 64:(ch + 1) * 64] @ Bm[:, 8 * jj + 2 * q + b]
             # store_y_aligned
-            for w in range(4):
-                for lane in range(WARP):
-                    g, q = lane // 4, lane % 4
-                    for mb in range(kblocks):
-                        for h in range(2):
-                            c = mb * 64 + 16 * w + 8 * h + g
-                            vals = [acc[w, lane][mb, 4 * (k // 2) + 2 * h + k % 2] for k in range(lane_pos)]
-                            stores = []  # (first position from pw0, count, values)
-                            if lane_pos == 12:
-                                p0, odd = lane_pos * q, q % 2
-                                wide, narrow = p0 + 4 * odd, p0 + 8 * (1 - odd)
-                                stores = [(wide, 8, vals[wide - p0:wide - p0 + 8]), (narrow, 4, vals[narrow - p0:narrow - p0 + 4])]
-                            else:
-                                stores = [(lane_pos * q + 8 * s, 8, vals[8 * s:8 * s + 8]) for s in range(lane_pos // 8)]
-                            for start, count, vv in stores:
-                                assert (pw0 + start) * 2 % (2 * count) == 0, f"a {2 * count}-byte store at {pw0 + start}"
-                                if c < C and start < L - pw0:
-                                    assert pw0 + start + count <= L, "a store across L"
-                                    y[c, pw0 + start:pw0 + start + count] = vv
-                                    writes[c, pw0 + start:pw0 + start + count] += 1
+            for w, lane, q, mb, h, c in acc_rows(kblocks):
+                vals = [acc[w, lane][mb, 4 * (k // 2) + 2 * h + k % 2] for k in range(lane_pos)]
+                # the lane's stores of the row: (first position from pw0, count, values)
+                if lane_pos == 12:
+                    p0, odd = lane_pos * q, q % 2
+                    wide, narrow = p0 + 4 * odd, p0 + 8 * (1 - odd)
+                    stores = [(wide, 8, vals[wide - p0:wide - p0 + 8]), (narrow, 4, vals[narrow - p0:narrow - p0 + 4])]
+                else:
+                    stores = [(lane_pos * q + 8 * s, 8, vals[8 * s:8 * s + 8]) for s in range(lane_pos // 8)]
+                for start, count, vv in stores:
+                    assert (pw0 + start) * 2 % (2 * count) == 0, f"a {2 * count}-byte store at {pw0 + start}"
+                    if c < C and start < L - pw0:
+                        assert pw0 + start + count <= L, "a store across L"
+                        y[c, pw0 + start:pw0 + start + count] = vv
+                        writes[c, pw0 + start:pw0 + start + count] += 1
     assert (writes == 1).all(), "y: a position written twice or not at all"
     return y
 
