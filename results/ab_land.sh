@@ -33,8 +33,14 @@ ab() {
   # shellcheck disable=SC2086  # MAY_DIFFER: names, one word each
   python3 results/ab_winner.py "$OUT/$3.txt" ${MAY_DIFFER:-} | tee "$OUT/$3_summary.txt"
 }
+# seconds from the start to the end of each phase (timing.txt), for
+# planning the next call's variants and steps
 ab BF16 "${SHAPES:-"32 4096;28 3757;64 8192 320 512"}" ab
-if [[ -n ${FP16_SHAPES:-} ]]; then ab FP16 "$FP16_SHAPES" ab_fp16; fi
+echo "A/B bf16 ($# variants and base) done at ${SECONDS} s" >> "$OUT/timing.txt"
+if [[ -n ${FP16_SHAPES:-} ]]; then
+  ab FP16 "$FP16_SHAPES" ab_fp16
+  echo "A/B fp16 done at ${SECONDS} s" >> "$OUT/timing.txt"
+fi
 winner=$(tail -1 "$OUT/ab_summary.txt")
 winner=${winner#WINNER }
 if [[ $winner != base ]]; then
@@ -42,4 +48,5 @@ if [[ $winner != base ]]; then
   for patch in "${list[@]}"; do patch -s -p1 < "$patch"; done
 fi
 bash results/gpu_checks.sh "$OUT"
+echo "checks (${STEPS:-all}) done at ${SECONDS} s" | tee -a "$OUT/timing.txt"
 (cd "$OUT" && tar czf outputs.tgz --remove-files $(ls | grep -v outputs.tgz))
