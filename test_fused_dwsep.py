@@ -611,7 +611,7 @@ HALF_SHAPES = [tuple(HEADLINE.values())] + RAGGED + WGMMA_TURNS + [
     # of 48, lanes of 12: results/h16_v56_tile96.patch; main's tile there has
     # 64): the last tile's second warpgroup wholly past L (L % 96 == 8 and
     # 40), or at 8 positions (L % 96 == 56: one lane's 16-byte store inside
-    # L, its 8-byte one past it); 1 and 4 chunks
+    # L, its 8-byte one past it); 3, 4 and 1 chunks
     (2, 320, 136, 4136, 9),
     (2, 264, 200, 8200, 3),
     (3, 288, 64, 1016, 5),
