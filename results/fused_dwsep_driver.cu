@@ -155,13 +155,15 @@ int main(int argc, char** argv) {
   // FNV-1a over y's bits: equal hashes mean bitwise-equal outputs.
   std::vector<Elt> hy(B * C * L);
   CK(cudaMemcpy(hy.data(), y, hy.size() * sizeof(Elt), cudaMemcpyDeviceToHost));
+  // and y's sum and sum of magnitudes (double): where a variant's y differs
+  // from base's by design (results/ab_winner.py's MAY_DIFFER), last-bit
+  // changes move them by a tiny fraction of |y|'s sum, a wrong kernel by far more
   unsigned long long hash = 1469598103934665603ull;
-  for (const Elt& v : hy) { unsigned u = 0; memcpy(&u, &v, sizeof(Elt)); hash = (hash ^ u) * 1099511628211ull; }
-  // y's sum and sum of magnitudes (double): where a variant's y differs from
-  // base's by design (results/ab_winner.py's MAY_DIFFER), last-bit changes move
-  // them by a tiny fraction of |y|'s sum, a wrong kernel by far more
   double sum = 0.0, abs_sum = 0.0;
-  for (const Elt& v : hy) { const double f = static_cast<float>(v); sum += f; abs_sum += f < 0 ? -f : f; }
+  for (const Elt& v : hy) {
+    unsigned u = 0; memcpy(&u, &v, sizeof(Elt)); hash = (hash ^ u) * 1099511628211ull;
+    const double f = static_cast<float>(v); sum += f; abs_sum += f < 0 ? -f : f;
+  }
   printf("median %.4f ms min %.4f y hash %016llx sum %.9e abs %.9e\n", t[t.size() / 2], t[0], hash, sum, abs_sum);
 #if defined(FUSED_DWSEP_CLOCK_TRACE)
   using fused_dwsep::wg::WgHead;

@@ -79,6 +79,12 @@ def position_of(n, group_t):
     return q * lane_pos + 2 * j + b
 
 
+def xs_offset(c, n, c_max):
+    """Byte offset of channel c, GEMM1 column n in x by channel (aligned rows: n8 column tiles of
+    kXsTileBytes = c_max * 16 + 16 bytes, 16 bytes a channel)."""
+    return n // 8 * (c_max * 16 + 16) + c * 16 + n % 8 * 2
+
+
 def lane_depthwise(regs, halo, w, lane, h, tp):
     """The depthwise and GELU of lane `lane` of warp w, row half h, from GEMM1's fragments: regs[w,
     lane, h] its positions of the row, halo[w, lane, h] its halo pair; the positions before and after
@@ -146,10 +152,8 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
     octets = (cols + 2 * HALO) // 8
     xt_block, slot_bytes = cols * 128, kblocks * W1_BLOCK
 
-    col_of = lambda p: column_of(p, group_t)  # noqa: E731  (column_of, position_of at this tile)
-    pos_of = lambda n: position_of(n, group_t)  # noqa: E731
-    assert sorted(col_of(p) for p in range(-HALO, group_t + HALO)) == list(range(cols))
-    assert all(col_of(pos_of(n)) == n for n in range(cols))
+    assert sorted(column_of(p, group_t) for p in range(-HALO, group_t + HALO)) == list(range(cols))
+    assert all(column_of(position_of(n, group_t), group_t) == n for n in range(cols))
     groups, octets_per_lane = c_max // 8, lane_pos // 8
 
     def item_octet(item):  # x^T's copies: 4 octets of distinct lanes x 2 groups a quarter warp
@@ -191,7 +195,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
             xt = np.zeros(kblocks * xt_block // 2)
             valid = np.zeros(cols // 8 * 256 // 2)
             for t in range(cols):
-                pos = pw0 + pos_of(t)
+                pos = pw0 + position_of(t, group_t)
                 valid[(t // 8 * 256 + t % 8 * 16) // 2] = 1.0 if 0 <= pos < L else 0.0
             written = np.zeros(kblocks * xt_block // 2, dtype=int)
             for item in range(octets * c_max // 8):
@@ -210,7 +214,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     p = a + j - pw0
                     if p < -HALO or p >= group_t + HALO:
                         continue
-                    base = (cg // 8) * xt_block + swz(col_of(p), (cg % 8) * 8)
+                    base = (cg // 8) * xt_block + swz(column_of(p, group_t), (cg % 8) * 8)
                     for i in range(8):
                         xt[base // 2 + i] = blocks[i, j] if 0 <= a + j < L else 0
                         written[base // 2 + i] += 1
@@ -263,7 +267,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     for mb in range(kblocks):
                         acc[mb * 64:(mb + 1) * 64] += desc_read(slot2, mb * W1_BLOCK + ks * 32, 64) @ Bm.T
             # store_y: acc's column n is x^T's row n (the residual), position
-            # pos_of(n); y^T written over x^T, then copied out by items
+            # position_of(n); y^T written over x^T, then copied out by items
             # (acc's row k, x^T's K index k: chan(k))
             for k in range(kblocks * 64):
                 if chan(k) < C:
@@ -278,7 +282,8 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                     p = pw0 + 8 * oct + kk
                     for k in range(cg * 8, cg * 8 + 8):
                         if p < L and chan(k) < C:
-                            y[chan(k), p] = xt[((k // 64) * xt_block + swz(col_of(8 * oct + kk), k % 64)) // 2]
+                            xt_row = column_of(8 * oct + kk, group_t)
+                            y[chan(k), p] = xt[((k // 64) * xt_block + swz(xt_row, k % 64)) // 2]
     return y
 
 

@@ -22,7 +22,7 @@ matrix), not the hardware: only a GPU run tests those.
 """
 import numpy as np
 
-from h16_layout_emulation import block, desc_read, lane_depthwise, position_of, tap_records
+from h16_layout_emulation import block, desc_read, lane_depthwise, position_of, tap_records, xs_offset
 
 HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, ECHUNK = 4, 8, 16, 32, 4, 64
 TILES = {"Tile96": (48, 320), "Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
@@ -46,9 +46,6 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
     tile_bytes = c_max * CHUNK + CHUNK  # kXsTileBytes
     row_pairs = group_t // 2
 
-    def xs_offset(c, n):
-        return n // MMA_N * tile_bytes + c * CHUNK + n % MMA_N * 2
-
     nc = -(-E // ECHUNK)
     taps = tap_records(wd, bd, b1, nc)
     w1p = np.zeros((nc * 64, c_max))
@@ -58,17 +55,17 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
     b1_next = [taps[(nc - 1) * 64 + r, 10] for r in range(64)]
     y = np.full((C, L), np.nan)
     writes = np.zeros((C, L), dtype=int)
-    xs_bytes = -(-(pos_tiles + 1) * tile_bytes // 2 * 2 // 1024) * 1024
+    xs_bytes = (pos_tiles + 1) * tile_bytes  # the n8 column tiles, the halo's included
     for tile in range(-(-L // (2 * group_t))):
         for grp in range(2):
             pw0 = tile * 2 * group_t + grp * group_t
-            # stage_x_by_channel: the buffer as bytes' owners (element index into x, -1: zero-filled)
+            # stage_x_by_channel: x's values by 2-byte element, and how often each was written
             xs = np.zeros(xs_bytes // 2)  # zero since the kernel's start (channels C .. kCMax)
             written = np.zeros(xs_bytes // 2, dtype=int)
 
             def put(warp, lane, c, j, q):  # one 4-byte cp.async (zfill outside [0, L))
                 pos = pw0 + lane_pos * q + 2 * j
-                off = xs_offset(c, MMA_N * j + 2 * q)
+                off = xs_offset(c, MMA_N * j + 2 * q, c_max)
                 assert off % 4 == 0
                 for b in range(2):
                     xs[off // 2 + b] = x[c, pos + b] if pos < L else 0.0
@@ -104,13 +101,15 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                 c, n = i // HALO, pos_tiles * MMA_N + 2 * (i % HALO)
                 p = pw0 + position_of(n, group_t)
                 for b in range(2):
-                    xs[xs_offset(c, n) // 2 + b] = x[c, p + b] if 0 <= p < L else 0.0
-                    written[xs_offset(c, n) // 2 + b] += 1
+                    xs[xs_offset(c, n, c_max) // 2 + b] = x[c, p + b] if 0 <= p < L else 0.0
+                    written[xs_offset(c, n, c_max) // 2 + b] += 1
             for c in range(c_max):
                 for n in range(cols):
-                    assert written[xs_offset(c, n) // 2] == (1 if c < C else 0), f"x ({c}, {n}) written {written[xs_offset(c, n) // 2]}x"
+                    times = written[xs_offset(c, n, c_max) // 2]
+                    assert times == (1 if c < C else 0), f"x ({c}, {n}) written {times}x"
             valid = np.array([1.0 if 0 <= pw0 + position_of(n, group_t) < L else 0.0 for n in range(cols)])
-            B1 = np.array([[xs[xs_offset(k, n) // 2] for k in range(c_max)] for n in range(cols)])  # GEMM1's B (N-major)
+            # GEMM1's B (N-major)
+            B1 = np.array([[xs[xs_offset(k, n, c_max) // 2] for k in range(c_max)] for n in range(cols)])
 
             # init_acc: ldmatrix of xs_block_addr (lane 8m + i: channel 64 mb + 16 w + 8 (m % 2) + i, n8 tile j + m / 2)
             acc = {}
@@ -124,7 +123,8 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                             bias = b2[c] if c < C else 0.0
                             for jj in range(pos_tiles):
                                 m = 2 * (jj % 2) + h  # matrix m of the x4 at j = jj - jj % 2
-                                row_addr = xs_offset(64 * mb + 16 * w + 8 * (m % 2) + g, MMA_N * (jj - jj % 2 + m // 2))
+                                row_addr = xs_offset(64 * mb + 16 * w + 8 * (m % 2) + g,
+                                                     MMA_N * (jj - jj % 2 + m // 2), c_max)
                                 for b in range(2):
                                     a[mb, 4 * jj + 2 * h + b] = bias + xs[row_addr // 2 + 2 * q + b]
                     acc[w, lane] = a
@@ -136,7 +136,8 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                         g, q = lane // 4, lane % 4
                         for h in range(2):
                             # v[k] = acc[4 (k / 2) + 2 h + k % 2]: column 8 (k / 2) + 2 q + k % 2
-                            regs[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * (k // 2) + 2 * q + k % 2] for k in range(lane_pos)]
+                            regs[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * (k // 2) + 2 * q + k % 2]
+                                                for k in range(lane_pos)]
                             halo[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * pos_tiles + 2 * q + b] for b in range(2)]
                 h3img = np.zeros(group_t * 128 // 2)
                 h3written = np.zeros(group_t * 128 // 2, dtype=int)
@@ -169,7 +170,8 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                 for w, lane, q, mb, h, c in acc_rows(kblocks):
                     for jj in range(pos_tiles):
                         for b in range(2):
-                            acc[w, lane][mb, 4 * jj + 2 * h + b] += w2p[c, ch * 64:(ch + 1) * 64] @ Bm[:, 8 * jj + 2 * q + b]
+                            acc[w, lane][mb, 4 * jj + 2 * h + b] += (w2p[c, ch * 64:(ch + 1) * 64]
+                                                                     @ Bm[:, 8 * jj + 2 * q + b])
             # store_y_aligned
             for w, lane, q, mb, h, c in acc_rows(kblocks):
                 vals = [acc[w, lane][mb, 4 * (k // 2) + 2 * h + k % 2] for k in range(lane_pos)]

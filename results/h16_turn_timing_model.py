@@ -30,10 +30,9 @@ PARAMS = dict(t_g1=32, t_g2=30, n_g1=25, n_g2=24, fill=950, release=300, refill=
 
 def chunk_cycles(early, turns=40, slots=3, **kw):
     """Cycles a chunk in steady state on a ring of `slots` slots."""
-    SLOTS = slots
     p = dict(PARAMS, **kw)
-    landed = {f: 0.0 for f in range(SLOTS)}  # fill -> when it landed in its slot
-    landed[SLOTS] = p["fill"]  # fill 0 (the tiles' first GEMM1) counted as read and refilled at 0
+    landed = {f: 0.0 for f in range(slots)}  # fill -> when it landed in its slot
+    landed[slots] = p["fill"]  # fill 0 (the tiles' first GEMM1) counted as read and refilled at 0
     releases = {0: 2}
     pipe_free = 0.0  # when the tensor pipe has done its queued wgmmas
 
@@ -41,7 +40,7 @@ def chunk_cycles(early, turns=40, slots=3, **kw):
         """Cycles the releasing thread spends; the second release of a fill refills its slot."""
         releases[f] = releases.get(f, 0) + 1
         if releases[f] == 2:
-            landed[f + SLOTS] = when + p["refill"] + p["fill"]
+            landed[f + slots] = when + p["refill"] + p["fill"]
             return p["refill"]
         return 0
 

@@ -12,6 +12,8 @@ It checks the index arithmetic, not the hardware.
 """
 import numpy as np
 
+from h16_layout_emulation import column_of, xs_offset
+
 HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, GROUP_THREADS = 4, 8, 16, 32, 4, 128
 TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384), "Tile96": (48, 320)}
 
@@ -19,17 +21,6 @@ TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384), "Ti
 def check(group_t, c_max, C, L, pw0):
     lane_pos, pos_tiles = group_t // 4, group_t // MMA_N
     tile_bytes = c_max * CHUNK + CHUNK  # kXsTileBytes
-
-    def column_of(p):
-        if p < 0:
-            return pos_tiles * MMA_N + p + HALO
-        if p >= group_t:
-            return pos_tiles * MMA_N + p - group_t + HALO
-        r, q = p % lane_pos, p // lane_pos
-        return (r // 2) * MMA_N + 2 * q + r % 2
-
-    def xs_offset(c, n):
-        return n // MMA_N * tile_bytes + c * CHUNK + n % MMA_N * 2
 
     x = np.arange(1, C * L + 1, dtype=np.int64).reshape(C, L)  # distinct, nonzero
 
@@ -66,10 +57,11 @@ def check(group_t, c_max, C, L, pw0):
             v = load(c, pos, 8) if ok else np.zeros(8, dtype=np.int64)
             for i in range(4):
                 if one_lane:
-                    d = xs_offset(c0, MMA_N * j0 + 2 * q) + k * pass_rows * CHUNK + i * tile_bytes
+                    d = xs_offset(c0, MMA_N * j0 + 2 * q, c_max) + k * pass_rows * CHUNK + i * tile_bytes
                 else:
                     pp = 8 * m + 2 * i
-                    d = xs_offset(c0, MMA_N * (pp % lane_pos // 2) + 2 * (pp // lane_pos)) + k * pass_rows * CHUNK
+                    n = MMA_N * (pp % lane_pos // 2) + 2 * (pp // lane_pos)
+                    d = xs_offset(c0, n, c_max) + k * pass_rows * CHUNK
                 put(d, v[2 * i:2 * i + 2])
                 banks.setdefault((warp, k, i), []).append(d // 4 % 32)
     left, right = 0 < pw0 <= L, pw0 + group_t < L
@@ -80,13 +72,13 @@ def check(group_t, c_max, C, L, pw0):
                 continue
             h0 = load(c, pw0 - HALO, 4) if c < C and left else np.zeros(4, dtype=np.int64)
             h1 = load(c, pw0 + group_t, 4) if c < C and right else np.zeros(4, dtype=np.int64)
-            put(xs_offset(c, pos_tiles * MMA_N), np.concatenate([h0, h1]))
+            put(xs_offset(c, pos_tiles * MMA_N, c_max), np.concatenate([h0, h1]))
     for key, b in banks.items():
         assert len(set(b)) == len(b) == warp_rows * row_loads, f"bank conflict {key}"
     for c in range(c_max):
         for p in range(-HALO, group_t + HALO):
             want = x[c, pw0 + p] if c < C and 0 <= pw0 + p < L else 0
-            got = buf[xs_offset(c, column_of(p)) // 2]
+            got = buf[xs_offset(c, column_of(p, group_t), c_max) // 2]
             assert got == want, (c, p, got, want)
 
 
