@@ -85,6 +85,22 @@ def xs_offset(c, n, c_max):
     return n // 8 * (c_max * 16 + 16) + c * 16 + n % 8 * 2
 
 
+def gemm1_fragments(acc1, group_t):
+    """GEMM1's accumulators as the lanes hold them: regs[w, lane, h] lane 4 g + q of warp w's
+    positions lane_pos q + i of row 16 w + g + 8 h (column 8 (i / 2) + 2 q + i % 2), halo[w, lane,
+    h] its pair of the last n8 tile."""
+    lane_pos, pos_tiles = group_t // 4, group_t // 8
+    regs, halo = {}, {}
+    for w in range(4):
+        for lane in range(32):
+            g, q = lane // 4, lane % 4
+            for h in range(2):
+                row = 16 * w + g + 8 * h
+                regs[w, lane, h] = [acc1[row, 8 * (i // 2) + 2 * q + i % 2] for i in range(lane_pos)]
+                halo[w, lane, h] = [acc1[row, 8 * pos_tiles + 2 * q + b] for b in range(2)]
+    return regs, halo
+
+
 def lane_depthwise(regs, halo, w, lane, h, tp):
     """The depthwise and GELU of lane `lane` of warp w, row half h, from GEMM1's fragments: regs[w,
     lane, h] its positions of the row, halo[w, lane, h] its halo pair; the positions before and after
@@ -235,14 +251,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2, x_off=0):
                 # the depthwise in the fragments: lane 4g + q of warp w holds
                 # rows 16w + g (+ 8), positions lane_pos q + i (j < pos_tiles)
                 # and a halo pair (j = pos_tiles)
-                regs, halo = {}, {}
-                for w in range(4):
-                    for lane in range(32):
-                        g, q = lane // 4, lane % 4
-                        for h in range(2):
-                            regs[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * (i // 2) + 2 * q + i % 2]
-                                                for i in range(lane_pos)]
-                            halo[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * pos_tiles + 2 * q + b] for b in range(2)]
+                regs, halo = gemm1_fragments(acc1, group_t)
                 h3img = np.zeros(group_t * 128 // 2)
                 for w in range(4):
                     for lane in range(32):

@@ -22,7 +22,8 @@ matrix), not the hardware: only a GPU run tests those.
 """
 import numpy as np
 
-from h16_layout_emulation import block, desc_read, lane_depthwise, position_of, tap_records, xs_offset
+from h16_layout_emulation import (block, desc_read, gemm1_fragments, lane_depthwise, position_of, tap_records,
+                                  xs_offset)
 
 HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, ECHUNK = 4, 8, 16, 32, 4, 64
 TILES = {"Tile96": (48, 320), "Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
@@ -130,15 +131,7 @@ def emulate(group_t, c_max, x, w1, b1, wd, bd, w2, b2):
                     acc[w, lane] = a
             for ch in range(nc):
                 acc1 = w1p[ch * 64:(ch + 1) * 64] @ B1.T + np.outer(b1_next, valid)
-                regs, halo = {}, {}
-                for w in range(4):
-                    for lane in range(WARP):
-                        g, q = lane // 4, lane % 4
-                        for h in range(2):
-                            # v[k] = acc[4 (k / 2) + 2 h + k % 2]: column 8 (k / 2) + 2 q + k % 2
-                            regs[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * (k // 2) + 2 * q + k % 2]
-                                                for k in range(lane_pos)]
-                            halo[w, lane, h] = [acc1[16 * w + g + 8 * h, 8 * pos_tiles + 2 * q + b] for b in range(2)]
+                regs, halo = gemm1_fragments(acc1, group_t)
                 h3img = np.zeros(group_t * 128 // 2)
                 h3written = np.zeros(group_t * 128 // 2, dtype=int)
                 for w in range(4):
