@@ -3,7 +3,9 @@ its operands cuDNN's two 1x1 convolutions match, each measured alone against
 float64 emulations (activation / weight rounded to TF32 by round-to-nearest
 "rn", truncation "rz", or not at all), then the block under each emulation
 against cuDNN's output and the fused one. Same model and input as bench.py's
-row. Wrote h200_cudnn_small_row.txt:  python results/cudnn_small_row.py"""
+row. Wrote h200_cudnn_small_row.txt (up to "block emulated"):  python results/cudnn_small_row.py
+The last part (2026-12-08, not yet run on a GPU) fits cuDNN's departure from
+rn / rn to the two roundings' own effects and localises it."""
 import sys
 from pathlib import Path
 
@@ -64,3 +66,39 @@ with torch.no_grad():
         y = (F.conv1d(d(fa(h)), d(fw(w2)), d(b2)) + d(x)).float()
         print(f"  block emulated {name:8s}: vs cuDNN {(y - y_ref).abs().max().item():.3e}, "
               f"vs fused {(y - y_new).abs().max().item():.3e}")
+
+    # Added 2026-12-08, not yet run: where cuDNN's expand departs from rn / rn.
+    # D = cuDNN - (rn / rn); Rx, Rw = what rounding x alone, w alone to TF32
+    # changes in the exact product. A least-squares fit D ~ a Rx + b Rw says
+    # which rounding cuDNN leaves out or does differently (a = -1: x not
+    # rounded at all; b = -1: w not rounded; a, b near 0 with a large
+    # residual: neither, something else, localised below).
+    def rne(t):  # round to nearest, ties to even
+        b = t.float().contiguous().view(torch.int32)
+        return ((b + 0xFFF + ((b >> 13) & 1)) & ~0x1FFF).view(torch.float32)
+
+    for label, a_in, wt, bias, out in (("expand", x, w1, b1, h1), ("project", h3, w2, b2, z)):
+        exact = F.conv1d(d(a_in), d(wt), d(bias))
+        rnrn_ = F.conv1d(d(rn(a_in)), d(rn(wt)), d(bias))
+        D = (d(out) - rnrn_).flatten()
+        Rx = (F.conv1d(d(rn(a_in)), d(wt), d(bias)) - exact).flatten()
+        Rw = (F.conv1d(d(a_in), d(rn(wt)), d(bias)) - exact).flatten()
+        A = torch.stack([Rx, Rw], 1)
+        coef = torch.linalg.lstsq(A, D.unsqueeze(1)).solution.flatten()
+        resid = D - A @ coef
+        print(f"{label}: D = cuDNN - rn/rn, max {D.abs().max().item():.3e}, rms {D.pow(2).mean().sqrt().item():.3e}; "
+              f"fit D ~ a Rx + b Rw: a {coef[0].item():+.3f}, b {coef[1].item():+.3f}, "
+              f"residual max {resid.abs().max().item():.3e} rms {resid.pow(2).mean().sqrt().item():.3e}")
+        for name, (fa, fw) in {"rne / rne": (rne, rne), "rn / exact": (rn, same), "exact / rn": (same, rn)}.items():
+            print(f"  {name:10s} {(d(out) - F.conv1d(d(fa(a_in)), d(fw(wt)), d(bias))).abs().max().item():.3e}")
+        Dm = (d(out) - rnrn_).abs()  # [B, channels, L]
+        per_ch = Dm.amax(dim=(0, 2))
+        per_pos = Dm.amax(dim=(0, 1))
+        per_b = Dm.amax(dim=(1, 2))
+        q = torch.quantile(per_ch, torch.tensor([0.0, 0.5, 1.0], dtype=per_ch.dtype, device=per_ch.device))
+        print(f"  by output channel: min / median / max {q[0].item():.2e} / {q[1].item():.2e} / {q[2].item():.2e}; "
+              f"worst channels {per_ch.topk(4).indices.tolist()}")
+        print(f"  by position: first 4 {[f'{v:.1e}' for v in per_pos[:4].tolist()]}, last 4 "
+              f"{[f'{v:.1e}' for v in per_pos[-4:].tolist()]}, worst {per_pos.topk(4).indices.tolist()}; "
+              f"by batch {[f'{v:.1e}' for v in per_b.tolist()]}")
+        print(f"  share of outputs with |D| > 1e-6: {(Dm > 1e-6).double().mean().item():.4f}")
