@@ -27,6 +27,22 @@ them) over one stream of chunks: a GEMM1-only turn, then GEMM2 of chunk
 n - 1 with GEMM1 of chunk n across tile boundaries too, then a GEMM2-only
 turn, 1 + nc x tiles turns in all.
 
+v48 (main since 2026-12-07) and v52 (results/h16_v52_early_g2_release.patch;
+compiled, not run): both warpgroups read every fill, turn by turn, as
+turns() lists them; a turn passes its warpgroup's named barrier (the
+previous turn's releases done), waits for its fills' mbarriers by parity
+(fill f: parity f // slots % 2), issues, and once its wgmmas are done
+releases each fill by an atomic counter a slot, the second release of a
+fill refilling its slot (a bulk copy that lands later, completing the
+slot's next mbarrier phase). Released by one thread in order, or split
+(GEMM2's fill by warp 0, GEMM1's by warp 1, in either order). v52 waits
+for GEMM1's fill only after GEMM2 is issued: the same ring events in the
+same order as v48's (its releases still follow both wgmma waits), so
+run_v48 covers it, 3 slots (Tile64, and Tile96 of v56) and 4. The model checks that a
+parity wait can never pass on another fill's phase: when a warpgroup
+waits for fill f its slot has completed f // slots or f // slots + 1
+phases, never fewer or more.
+
     python results/h16_ring_model.py
 """
 import random
@@ -178,10 +194,92 @@ def run_v44(slots, nc, tiles, rng):
     run_v41(slots, nc, tiles, rng, v44=True)
 
 
+def run_v48(slots, nc, tiles, rng, split=False):
+    total = 2 * nc * tiles
+    program = turns(nc, tiles)
+    completed = [0] * slots  # mbarrier phases completed a slot (fills landed there)
+    in_flight = []  # fills issued (bulk copies), not yet landed
+    counter = [0] * slots  # release counters
+    for f in range(min(slots, total)):
+        in_flight.append(f)
+    # a warpgroup's steps in turn T: "begin" (its named barrier), "wait" for each
+    # fill in order (GEMM2's, then GEMM1's), then "release" of each fill (in order
+    # by one thread, in either order when split)
+    pos = [0, 0]
+    phase = ["start", "start"]
+    held = [[], []]  # fills of the current turn not yet released
+    waited = [[], []]  # fills of the current turn whose wait passed
+    read = [[], []]
+
+    def passes(f):
+        s, k = f % slots, f // slots
+        assert completed[s] in (k, k + 1), (
+            f"parity wait for fill {f} on slot {s} with {completed[s]} phases completed: slots={slots} nc={nc} tiles={tiles}")
+        return completed[s] % 2 == (k + 1) % 2
+
+    def release(f):
+        s = f % slots
+        old = counter[s]
+        counter[s] += 1
+        if old % 2 == 1 and f + slots < total:
+            in_flight.append(f + slots)
+
+    while pos[0] < len(program) or pos[1] < len(program):
+        moves = [("land", f) for f in in_flight]
+        for g in (0, 1):
+            if pos[g] == len(program):
+                continue
+            fills = program[pos[g]]
+            if phase[g] == "start":
+                moves.append((g, "begin"))
+            elif phase[g] == "wait":
+                f = next(f for f in fills if f not in waited[g])
+                if passes(f):
+                    moves.append((g, "waited", f))
+            elif phase[g] == "release":
+                choices = held[g] if split else held[g][:1]
+                for f in choices:
+                    moves.append((g, "release", f))
+        assert moves, f"deadlock: slots={slots} nc={nc} tiles={tiles} at turns {pos}, phases {phase}"
+        m = rng.choice(moves)
+        if m[0] == "land":
+            f = m[1]
+            in_flight.remove(f)
+            assert completed[f % slots] == f // slots, "a fill landed out of its slot's order"
+            completed[f % slots] += 1
+            continue
+        g, what = m[0], m[1]
+        fills = program[pos[g]]
+        if what == "begin":
+            phase[g] = "wait"
+        elif what == "waited":
+            waited[g].append(m[2])
+            read[g].append(m[2])
+            if len(waited[g]) == len(fills):
+                held[g] = list(fills)
+                phase[g] = "release"  # issued, and the wgmmas done
+        else:
+            f = m[2]
+            held[g].remove(f)
+            release(f)
+            if not held[g]:
+                waited[g] = []
+                phase[g] = "start"  # the next turn's named barrier: every warp's releases done
+                pos[g] += 1
+    assert not in_flight, "a fill issued and never read"
+    for g in (0, 1):
+        assert read[g] == list(range(total)), f"warpgroup {g} did not read every fill once, in order"
+    assert all(c % 2 == 0 for c in counter), "a fill released other than twice"
+
+
+def run_v48_split(slots, nc, tiles, rng):
+    run_v48(slots, nc, tiles, rng, split=True)
+
+
 def main():
     rng = random.Random(1)
     assert sum(stream_turns(3, 2), []) == sum(turns(3, 2), []), "v44 reads the same fills in the same order"
-    for run in (run_v40, run_v41, run_v44):
+    for run in (run_v40, run_v41, run_v44, run_v48, run_v48_split):
         for slots in (3, 4):  # Tile64; Tile128 and Tile64C320
             for nc in range(1, 10):
                 for tiles in range(1, 5):
