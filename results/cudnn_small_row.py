@@ -1,9 +1,10 @@
 """The suite's small row 4x128x256x1000 K=3 under allow_tf32: which rounding of
 its operands cuDNN's two 1x1 convolutions match, each measured alone against
-float64 emulations (activation / weight rounded to TF32 by round-to-nearest
-with ties away "rn", ties to even "rne", truncation "rz", or not at all), then the block under each emulation
-against cuDNN's output and the fused one. Same model and input as bench.py's
-row. Wrote h200_cudnn_small_row.txt (up to "block emulated"):  python results/cudnn_small_row.py
+float64 emulations (activation / weight rounded to TF32 to nearest with ties
+away "rn", ties to even "rne", by truncation "rz", or not at all), then the
+block under each emulation against cuDNN's output and the fused one. Same
+model and input as bench.py's row. Wrote h200_cudnn_small_row.txt (up to
+"block emulated", before the rne rows):  python results/cudnn_small_row.py
 The "rne" rows and the last part (2026-12-08, not yet run on a GPU): rne / rne
 is the hypothesis that cuDNN rounds ties to even (rn and rne differ only at
 ties, and on the CPU they differ by 0.9-2.4e-4 in h1 and 3-6e-5 in the
@@ -80,7 +81,7 @@ with torch.no_grad():
         print(f"  block emulated {name:8s}: vs cuDNN {(y - y_ref).abs().max().item():.3e}, "
               f"vs fused {(y - y_new).abs().max().item():.3e}")
 
-    # Added 2026-12-08, not yet run: where cuDNN's expand departs from rn / rn.
+    # Added 2026-12-08, not yet run: where each of cuDNN's convolutions departs from rn / rn.
     # D = cuDNN - (rn / rn); Rx, Rw = what rounding x alone, w alone to TF32
     # changes in the exact product. A least-squares fit D ~ a Rx + b Rw says
     # which rounding cuDNN leaves out or does differently (a = -1: x not
