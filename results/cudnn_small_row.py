@@ -53,7 +53,8 @@ def same(t):
     return t
 
 
-modes = {"rn / rn": (rn, rn), "rne / rne": (rne, rne), "rz / rz": (rz, rz), "rz / rn": (rz, rn), "rn / rz": (rn, rz), "exact": (same, same)}
+modes = {"rn / rn": (rn, rn), "rne / rne": (rne, rne), "rz / rz": (rz, rz), "rz / rn": (rz, rn), "rn / rz": (rn, rz),
+         "exact": (same, same)}
 with torch.no_grad():
     w1, b1 = ref.pointwise.weight, ref.pointwise.bias
     w2, b2 = ref.project_back.weight, ref.project_back.bias

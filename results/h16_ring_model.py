@@ -214,7 +214,8 @@ def run_v48(slots, nc, tiles, rng, split=False):
     def passes(f):
         s, k = f % slots, f // slots
         assert completed[s] in (k, k + 1), (
-            f"parity wait for fill {f} on slot {s} with {completed[s]} phases completed: slots={slots} nc={nc} tiles={tiles}")
+            f"parity wait for fill {f} on slot {s} with {completed[s]} phases completed: "
+            f"slots={slots} nc={nc} tiles={tiles}")
         return completed[s] % 2 == (k + 1) % 2
 
     def release(f):
