@@ -18,8 +18,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fused_dwsep import ModelNew
 from reference_model import Model
+from tf32_rounding_check import rna_bits as rn  # to nearest, ties away (cvt.rna.tf32.f32, as main's kernels round)
+from tf32_rounding_check import rne_bits as rne  # to nearest, ties to even (cvt.rn.tf32.f32)
 
 torch.backends.cudnn.allow_tf32 = True
 B, C, E, L, K = 4, 128, 256, 1000, 3
@@ -28,16 +31,6 @@ ref = Model(C, E, K).cuda()
 torch.manual_seed(0)
 new = ModelNew(C, E, K).cuda()
 x = torch.randn(B, C, L, device="cuda")
-
-
-def rn(t):  # round to nearest, ties away (cvt.rna.tf32.f32, as the kernels round on main)
-    b = t.float().contiguous().view(torch.int32)
-    return ((b + 0x1000) & ~0x1FFF).view(torch.float32)
-
-
-def rne(t):  # round to nearest, ties to even (cvt.rn.tf32.f32)
-    b = t.float().contiguous().view(torch.int32)
-    return ((b + 0xFFF + ((b >> 13) & 1)) & ~0x1FFF).view(torch.float32)
 
 
 def rz(t):  # truncation: what a TF32 tensor core does with raw fp32 bits
@@ -61,7 +54,7 @@ with torch.no_grad():
     h1 = F.conv1d(x, w1, b1)
     print("expand (x -> h1), cuDNN alone: max |cuDNN - emulation|, rounding of activation / weight")
     for name, (fa, fw) in modes.items():
-        print(f"  {name:8s} {(d(h1) - F.conv1d(d(fa(x)), d(fw(w1)), d(b1))).abs().max().item():.3e}")
+        print(f"  {name:9s} {(d(h1) - F.conv1d(d(fa(x)), d(fw(w1)), d(b1))).abs().max().item():.3e}")
     # Is cuDNN's output itself on the TF32 grid (its low 13 mantissa bits zero)?
     low13 = lambda t: (rz(t) == t).float().mean().item()
     rnrn = F.conv1d(d(rn(x)), d(rn(w1)), d(b1))
@@ -72,14 +65,14 @@ with torch.no_grad():
     z = F.conv1d(h3, w2, b2)
     print("project (h3 -> y - x), cuDNN alone: max |cuDNN - emulation|")
     for name, (fa, fw) in modes.items():
-        print(f"  {name:8s} {(d(z) - F.conv1d(d(fa(h3)), d(fw(w2)), d(b2))).abs().max().item():.3e}")
+        print(f"  {name:9s} {(d(z) - F.conv1d(d(fa(h3)), d(fw(w2)), d(b2))).abs().max().item():.3e}")
     print(f"  share of cuDNN's output with its low 13 bits zero: {low13(z):.4f}")
     y_ref, y_new = ref(x), new(x)
     print(f"block: max |fused - cuDNN| = {(y_new - y_ref).abs().max().item():.3e}")
     for name, (fa, fw) in modes.items():
         h = F.gelu(ref.depthwise(F.conv1d(d(fa(x)), d(fw(w1)), d(b1)).float()))
         y = (F.conv1d(d(fa(h)), d(fw(w2)), d(b2)) + d(x)).float()
-        print(f"  block emulated {name:8s}: vs cuDNN {(y - y_ref).abs().max().item():.3e}, "
+        print(f"  block emulated {name:9s}: vs cuDNN {(y - y_ref).abs().max().item():.3e}, "
               f"vs fused {(y - y_new).abs().max().item():.3e}")
 
     # Added 2026-12-08, not yet run: where each of cuDNN's convolutions departs from rn / rn.
