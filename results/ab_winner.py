@@ -18,6 +18,7 @@ MAX_DRIFT = 1e-3  # last-bit changes in random directions move |y|'s sum by far 
 
 times, hashes = collections.defaultdict(list), collections.defaultdict(set)
 sums = {}  # (shape, name) -> (sum, sum of magnitudes) of y
+may_differ = set(sys.argv[2:])
 for line in open(sys.argv[1]):
     m = re.match(r"round \d+ (\S+)\s+(.+?)\s{2,}median ([0-9.]+) ms .*hash (\S+)(?: sum (\S+) abs (\S+))?", line)
     if m:
@@ -47,7 +48,6 @@ def plausible(s, n):
     return n in may_differ and (d is None or all(abs(x) <= MAX_DRIFT for x in d))  # NaN: False
 
 
-may_differ = set(sys.argv[2:])
 for s in shapes:
     for n in names:
         if (s, n) in med:

@@ -25,6 +25,10 @@ import numpy as np
 
 HALO, ECHUNK, KBLOCK = 4, 64, 64
 W1_BLOCK = ECHUNK * 128  # bytes: 64 rows of 128
+MMA_N, CHUNK, WARP, GROUP_WARPS = 8, 16, 32, 4  # an n8 tile's columns, a swizzled chunk's bytes
+# the 16-bit tiles: (positions a warpgroup, kCMax); Tile96 is v56's
+# (results/h16_v56_tile96.patch), not main's
+TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384), "Tile96": (48, 320)}
 
 
 def swz(row, k):
@@ -82,7 +86,7 @@ def position_of(n, group_t):
 def xs_offset(c, n, c_max):
     """Byte offset of channel c, GEMM1 column n in x by channel (aligned rows: n8 column tiles of
     kXsTileBytes = c_max * 16 + 16 bytes, 16 bytes a channel)."""
-    return n // 8 * (c_max * 16 + 16) + c * 16 + n % 8 * 2
+    return n // MMA_N * (c_max * CHUNK + CHUNK) + c * CHUNK + n % MMA_N * 2
 
 
 def gemm1_fragments(acc1, group_t):

@@ -198,10 +198,8 @@ def run_v48(slots, nc, tiles, rng, split=False):
     total = 2 * nc * tiles
     program = turns(nc, tiles)
     completed = [0] * slots  # mbarrier phases completed a slot (fills landed there)
-    in_flight = []  # fills issued (bulk copies), not yet landed
+    in_flight = list(range(min(slots, total)))  # fills issued (bulk copies), not yet landed: the first ones
     counter = [0] * slots  # release counters
-    for f in range(min(slots, total)):
-        in_flight.append(f)
     # a warpgroup's steps in turn T: "begin" (its named barrier), "wait" for each
     # fill in order (GEMM2's, then GEMM1's), then "release" of each fill (in order
     # by one thread, in either order when split)
@@ -267,7 +265,7 @@ def run_v48(slots, nc, tiles, rng, split=False):
                 waited[g] = []
                 phase[g] = "start"  # the next turn's named barrier: every warp's releases done
                 pos[g] += 1
-    assert not in_flight, "a fill issued and never read"
+    assert not in_flight, "a fill issued and never landed"
     for g in (0, 1):
         assert read[g] == list(range(total)), f"warpgroup {g} did not read every fill once, in order"
     assert all(c % 2 == 0 for c in counter), "a fill released other than twice"

@@ -22,11 +22,8 @@ matrix), not the hardware: only a GPU run tests those.
 """
 import numpy as np
 
-from h16_layout_emulation import (block, desc_read, gemm1_fragments, lane_depthwise, position_of, tap_records,
-                                  xs_offset)
-
-HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, ECHUNK = 4, 8, 16, 32, 4, 64
-TILES = {"Tile96": (48, 320), "Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384)}
+from h16_layout_emulation import (CHUNK, ECHUNK, GROUP_WARPS, HALO, MMA_N, TILES, WARP, block, desc_read,
+                                  gemm1_fragments, lane_depthwise, position_of, tap_records, xs_offset)
 
 
 def acc_rows(kblocks):

@@ -12,10 +12,9 @@ It checks the index arithmetic, not the hardware.
 """
 import numpy as np
 
-from h16_layout_emulation import column_of, xs_offset
+from h16_layout_emulation import CHUNK, GROUP_WARPS, HALO, MMA_N, TILES, WARP, column_of, xs_offset
 
-HALO, MMA_N, CHUNK, WARP, GROUP_WARPS, GROUP_THREADS = 4, 8, 16, 32, 4, 128
-TILES = {"Tile128": (64, 256), "Tile64C320": (32, 320), "Tile64": (32, 384), "Tile96": (48, 320)}
+GROUP_THREADS = GROUP_WARPS * WARP
 
 
 def check(group_t, c_max, C, L, pw0):

@@ -8,6 +8,8 @@ import csv
 import re
 import sys
 
+from sass_issue_model import chunk_loop
+
 rows = list(csv.reader(open(sys.argv[1])))
 header, data = rows[1], rows[2:]
 col = {h: i for i, h in enumerate(header)}
@@ -47,8 +49,8 @@ for r in sorted(data, key=lambda r: -num(r, "L2 Theoretical Sectors Global Exces
           f"{num(r, 'L2 Theoretical Sectors Global'):9.0f} {num(r, 'Instructions Executed'):7.0f}")
 
 # By region (added 2026-12-08, not yet run on a real report): the chunk loop
-# as results/sass_issue_model.py finds it (the innermost loop holding a
-# MUFU.EX2, the GELU), split at its last wgmma wait: the release and the
+# as results/sass_issue_model.py's chunk_loop finds it (the innermost loop
+# holding a MUFU.EX2, the GELU), split at its last wgmma wait: the release and the
 # depthwise (that wait to the loop's last STSM) and the turn (the rest of
 # the loop); everything outside the loop is the tile boundary and prologue.
 # Samples an executed warp instruction approximate the cycles each waited.
@@ -58,21 +60,15 @@ if addr_col is None:
     sys.exit(0)
 addr = [int(r[addr_col], 16) for r in data]
 text = [r[col["Source"]].strip() for r in data]
-mufu = [a for a, t in zip(addr, text) if "MUFU.EX2" in t]
-loops = []
-for a, t in zip(addr, text):
-    m = re.search(r"BRA (0x[0-9a-f]+)", t)
-    if m and any(int(m.group(1), 16) <= u < a for u in mufu):
-        loops.append((int(m.group(1), 16), a))
-if not loops:
+found = chunk_loop(list(zip(addr, text)))
+if found is None:
     print("\nby region: no loop with a MUFU.EX2 found")
     sys.exit(0)
-lo, hi = min(loops, key=lambda r: r[1] - r[0])
+lo, hi, depthwise = found
 inside = [k for k, a in enumerate(addr) if lo <= a <= hi]
-waits = [k for k in inside if "WARPGROUP.DEPBAR" in text[k]]
-stores = [k for k in inside if "STSM" in text[k]]
-depthwise = set(range(waits[-1] + 1, stores[-1] + 1)) if waits and stores and stores[-1] > waits[-1] else set()
-regions = {"release + depthwise": sorted(depthwise), "turn (rest of the loop)": [k for k in inside if k not in depthwise],
+depthwise = set(depthwise)
+regions = {"release + depthwise": sorted(depthwise),
+           "turn (rest of the loop)": [k for k in inside if k not in depthwise],
            "outside the loop": [k for k in range(len(data)) if not lo <= addr[k] <= hi]}
 print(f"\nby region (chunk loop {lo:#x}-{hi:#x}: share of samples, warp instructions executed, "
       "samples an instruction, top stall reasons)")

@@ -67,29 +67,41 @@ def issue_cycles(instructions):
     return t
 
 
+def chunk_loop(ins):
+    """The chunk loop of (address, text) pairs in address order: (lo, hi) of the
+    innermost loop holding a MUFU.EX2 (the GELU), and the indices, within it,
+    of its release and depthwise (from its last wgmma wait to its last STSM;
+    empty where it has none). None if there is no such loop."""
+    mufu = [a for a, t in ins if "MUFU.EX2" in t]
+    loops = []
+    for a, t in ins:
+        m = re.search(r"BRA (0x[0-9a-f]+)", t)
+        if m and any(int(m.group(1), 16) <= u < a for u in mufu):
+            loops.append((int(m.group(1), 16), a))
+    if not loops:
+        return None
+    lo, hi = min(loops, key=lambda r: r[1] - r[0])
+    inside = [k for k, (a, _) in enumerate(ins) if lo <= a <= hi]
+    waits = [k for k in inside if "WARPGROUP.DEPBAR" in ins[k][1]]
+    stores = [k for k in inside if "STSM" in ins[k][1]]
+    depthwise = range(waits[-1] + 1, stores[-1] + 1) if waits and stores and stores[-1] > waits[-1] else range(0)
+    return lo, hi, depthwise
+
+
 def main(path, function):
     text = open(path).read()
     start = text.index(function)
     end = text.find("Function :", start)
     ins = parse(text[start : end if end > 0 else None])
-    mufu = [a for a, t, _ in ins if "MUFU.EX2" in t]
-    loops = []
-    for a, t, _ in ins:
-        m = re.search(r"BRA (0x[0-9a-f]+)", t)
-        if m and any(int(m.group(1), 16) <= u < a for u in mufu):
-            loops.append((int(m.group(1), 16), a))
-    lo, hi = min(loops, key=lambda r: r[1] - r[0])
+    lo, hi, depthwise = chunk_loop([(a, t) for a, t, _ in ins])
     loop = [x for x in ins if lo <= x[0] <= hi]
     mix = Counter(opcode(t) for _, t, _ in loop).most_common(10)
     print(f"loop {lo:#x}-{hi:#x}: {len(loop)} instructions, {issue_cycles(loop)} cycles a pass (model)")
     print("mix:", ", ".join(f"{op} {n}" for op, n in mix))
-    waits = [k for k, (_, t, _) in enumerate(loop) if "WARPGROUP.DEPBAR" in t]
-    stores = [k for k, (_, t, _) in enumerate(loop) if "STSM" in t]
-    if waits and stores and stores[-1] > waits[-1]:
-        seg = loop[waits[-1] + 1 : stores[-1] + 1]
+    if depthwise:
+        seg = [ins[k] for k in depthwise]
         print(f"from the last wgmma wait to the last STSM: {len(seg)} instructions, "
               f"{issue_cycles(seg)} cycles (model)")
-
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "wgmma_kernel")

@@ -21,12 +21,12 @@ run() {  # TAG: the hypothesis script and the small bench row on the kernels in 
 run main
 patch -s -p1 < results/tf32_v57_ties_to_even.patch
 run v57
-timeout 240 python3 -m pytest -s -q test_fused_dwsep.py > "$OUT/pytest_v57.txt" 2>&1
+STEPS=pytest bash results/gpu_checks.sh "$OUT"  # pytest.txt
 echo "pytest done at ${SECONDS} s" >> "$OUT/timing.txt"
 for tag in main v57; do
   echo "== $tag"
   grep -E "rn / rn|rne / rne|block: max|block emulated rn|share of outputs" "$OUT/cudnn_small_row_$tag.txt"
   grep -E "4x128x256x1000|WRONG|exit" "$OUT/bench_small_$tag.txt"
 done
-tail -1 "$OUT/pytest_v57.txt"
+tail -1 "$OUT/pytest.txt"
 cat "$OUT/timing.txt"
